@@ -1,0 +1,228 @@
+"""NumPy kernels for device "cpu": the reference backend.
+
+NumPy returns host scalars for 0-d results; every kernel here returns an ndarray.
+"""
+from __future__ import annotations
+
+import numpy as np
+from numpy import ndarray
+
+from tensorplug.dispatch.backend_api import BINARY, UNARY
+
+
+def _arr(r):
+    return r if r.__class__ is ndarray else np.asarray(r)
+
+
+def _pointwise(ufunc):
+    def kernel(*args, out=None):
+        r = ufunc(*args, out=out)
+        return r if r.__class__ is ndarray else np.asarray(r)
+    kernel.__name__ = ufunc.__name__
+    return kernel
+
+
+_UFUNCS = {
+    "neg": np.negative, "abs": np.absolute, "sign": np.sign, "exp": np.exp, "log": np.log,
+    "sqrt": np.sqrt, "sin": np.sin, "cos": np.cos, "tan": np.tan, "tanh": np.tanh, "floor": np.floor,
+    "ceil": np.ceil, "round": np.rint, "trunc": np.trunc, "logical_not": np.logical_not,
+    "bitwise_not": np.invert, "isnan": np.isnan,
+    "add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.true_divide,
+    "floor_divide": np.floor_divide, "remainder": np.remainder, "fmod": np.fmod, "pow": np.power,
+    "maximum": np.maximum, "minimum": np.minimum, "atan2": np.arctan2, "eq": np.equal,
+    "ne": np.not_equal, "lt": np.less, "le": np.less_equal, "gt": np.greater, "ge": np.greater_equal,
+    "logical_and": np.logical_and, "logical_or": np.logical_or, "logical_xor": np.logical_xor,
+    "bitwise_and": np.bitwise_and, "bitwise_or": np.bitwise_or, "bitwise_xor": np.bitwise_xor,
+    "left_shift": np.left_shift, "right_shift": np.right_shift,
+    "sigmoid": None, "log1p": np.log1p, "expm1": np.expm1, "sinh": np.sinh, "cosh": np.cosh,
+    "asin": np.arcsin, "acos": np.arccos, "atan": np.arctan, "isinf": np.isinf, "isfinite": np.isfinite,
+}
+
+
+_erf_ufunc = np.frompyfunc(__import__("math").erf, 1, 1)
+
+
+def _erf(x, out=None):
+    # NumPy has no erf; math.erf per element is exact to the last ulp (and slow, ~0.1 us each).
+    r = _erf_ufunc(x).astype(x.dtype) if isinstance(x, ndarray) else np.asarray(_erf_ufunc(x))
+    if out is not None:
+        out[...] = r
+        return out
+    return _arr(r)
+
+
+def _sigmoid(x, out=None):
+    # exp of -|x| never overflows; pick the stable branch per sign
+    e = np.exp(-np.abs(x))
+    r = np.where(x >= 0, 1 / (1 + e), e / (1 + e)).astype(x.dtype, copy=False)
+    if out is not None:
+        out[...] = r
+        return out
+    return _arr(r)
+
+
+def _reduce(fn):
+    def kernel(x, axes, keepdims, dtype=None):
+        return _arr(fn(x, axis=axes, keepdims=keepdims, dtype=dtype))
+    return kernel
+
+
+def _minmax(fn):
+    def kernel(x, axes, keepdims):
+        return _arr(fn(x, axis=axes, keepdims=keepdims))
+    return kernel
+
+
+def _arg(fn):
+    def kernel(x, axis, keepdims):
+        return _arr(fn(x, axis=axis, keepdims=keepdims)).astype(np.int64, copy=False)
+    return kernel
+
+
+def argsort(x, axis, descending, stable):
+    if not descending:
+        return np.argsort(x, axis=axis, kind="stable" if stable else None).astype(np.int64, copy=False)
+    # descending with NaN first (PyTorch treats NaN as the largest value) and stable ties
+    if x.dtype == np.bool_:
+        key = ~x
+    elif x.dtype.kind == "u":
+        key = np.iinfo(x.dtype).max - x
+    elif x.dtype.kind == "i":
+        key = -(x.astype(np.int64) + 1)      # -(v+1) is monotone decreasing without overflow
+    else:
+        key = np.where(np.isnan(x), -np.inf, -x)
+        nan_first = np.isnan(x)
+        # NaN must sort before everything; -inf ties with -(+inf): separate via a two-key sort
+        order = np.argsort(key, axis=axis, kind="stable")
+        nan_sorted = np.take_along_axis(nan_first, order, axis=axis)
+        reorder = np.argsort(~nan_sorted, axis=axis, kind="stable")
+        return np.take_along_axis(order, reorder, axis=axis).astype(np.int64, copy=False)
+    return np.argsort(key, axis=axis, kind="stable").astype(np.int64, copy=False)
+
+
+def pad(x, widths, mode, value=0):
+    if mode == "constant":
+        return np.pad(x, widths, mode="constant", constant_values=value)
+    np_mode = {"reflect": "reflect", "replicate": "edge", "circular": "wrap"}.get(mode)
+    if np_mode is None:
+        raise ValueError(f"unknown padding mode {mode!r}")
+    return np.pad(x, widths, mode=np_mode)
+
+
+def assign(dst, src):
+    np.copyto(dst, src, casting="unsafe")
+
+
+def index_put(x, key, values, accumulate):
+    if accumulate:
+        np.add.at(x, key, values)
+    else:
+        x[key] = values
+
+
+def scatter(x, idx, src, axis):
+    if not isinstance(src, ndarray):
+        src = np.asarray(src, dtype=x.dtype)
+    np.put_along_axis(x, idx, np.broadcast_to(src, idx.shape) if src.ndim == 0 else src[_prefix(idx)], axis)
+
+
+def _prefix(idx):
+    return tuple(slice(0, n) for n in idx.shape)
+
+
+def scatter_add(x, idx, src, axis):
+    # np.add.at sums duplicates; build the full index tuple for the scattered axis
+    src = src[_prefix(idx)]
+    grids = list(np.indices(idx.shape, sparse=True))
+    grids[axis] = idx
+    np.add.at(x, tuple(grids), src)
+
+
+def solve(a, b):
+    return np.linalg.solve(a, b)
+
+
+def inv(a):
+    return np.linalg.inv(a)
+
+
+def uniform(state, shape, dtype):
+    return _arr(state.random(shape, dtype=np.float64 if dtype not in ("float32",) else np.float32)
+                .astype(dtype, copy=False))
+
+
+def normal(state, shape, dtype):
+    return _arr(state.standard_normal(shape, dtype=np.float64 if dtype not in ("float32",) else np.float32)
+                .astype(dtype, copy=False))
+
+
+def randint(state, low, high, shape, dtype):
+    return _arr(state.integers(low, high, size=shape, dtype=np.int64).astype(dtype, copy=False))
+
+
+def randperm(state, n, dtype):
+    return state.permutation(n).astype(dtype, copy=False)
+
+
+def bernoulli(state, p):
+    return (state.random(p.shape) < p).astype(p.dtype)
+
+
+def softmax(x, axis):
+    e = np.exp(x - x.max(axis=axis, keepdims=True))
+    e /= e.sum(axis=axis, keepdims=True)
+    return e
+
+
+def log_softmax(x, axis):
+    s = x - x.max(axis=axis, keepdims=True)
+    s -= np.log(np.exp(s).sum(axis=axis, keepdims=True))
+    return s
+
+
+def clip(x, lo, hi):
+    if lo is None and hi is None:
+        return x.copy()
+    return _arr(np.clip(x, lo, hi))
+
+
+def build() -> dict:
+    k = {name: _pointwise(fn) for name, fn in _UFUNCS.items() if fn is not None}
+    k["erf"] = _erf
+    k["sigmoid"] = _sigmoid
+    assert all(n in k for n in (*UNARY, *BINARY))
+    k.update(
+        from_numpy=lambda a: a,
+        to_numpy=lambda x: x,
+        full=lambda shape, value, dtype: np.full(shape, value, dtype=dtype),
+        arange=lambda start, stop, step, dtype: np.arange(start, stop, step, dtype=dtype),
+        astype=lambda x, dtype: x.astype(dtype),
+        copy=lambda x: np.array(x, order="C", copy=True),
+        assign=assign,
+        rng_new=lambda seed: np.random.Generator(np.random.PCG64(seed)),
+        uniform=uniform, normal=normal, randint=randint, randperm=randperm, bernoulli=bernoulli,
+        where=lambda c, x, y: _arr(np.where(c, x, y)),
+        sum=_reduce(np.sum), prod=_reduce(np.prod),
+        max=_minmax(np.max), min=_minmax(np.min), any=_minmax(np.any), all=_minmax(np.all),
+        argmax=_arg(np.argmax), argmin=_arg(np.argmin),
+        cumsum=lambda x, axis: np.cumsum(x, axis=axis, dtype=x.dtype),
+        cumprod=lambda x, axis: np.cumprod(x, axis=axis, dtype=x.dtype),
+        argsort=argsort,
+        reshape=lambda x, shape: x.reshape(shape),
+        permute=lambda x, axes: x.transpose(axes),
+        broadcast_to=lambda x, shape: np.broadcast_to(x, shape),
+        slice=lambda x, key: x[key],
+        diagonal=lambda x, offset, a1, a2: np.diagonal(x, offset, a1, a2),
+        flip=lambda x, axes: np.flip(x, axes),
+        concat=lambda xs, axis: np.concatenate(xs, axis=axis),
+        pad=pad,
+        index=lambda x, key: _arr(x[key]),
+        index_put=index_put,
+        gather=lambda x, idx, axis: np.take_along_axis(x, idx, axis=axis),
+        scatter=scatter, scatter_add=scatter_add,
+        nonzero=lambda x: tuple(i.astype(np.int64, copy=False) for i in np.nonzero(x)),
+        matmul=lambda a, b: _arr(np.matmul(a, b)),
+        inv=inv, solve=solve,
+        softmax=softmax, log_softmax=log_softmax, clip=clip,
+    )
+    return k

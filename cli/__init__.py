@@ -1,0 +1,6 @@
+"""The `tensorplug` command line (typer)."""
+
+
+def main():
+    from .app import app
+    app()

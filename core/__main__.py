@@ -1,0 +1,3 @@
+from tensorplug.cli import main
+
+main()

@@ -1,0 +1,10 @@
+"""The public op namespace (`tensorplug.add`, `tensorplug.zeros`, ...): each family lists its
+public functions in `PUBLIC`."""
+from . import creation, indexing, linalg, pointwise, random, reduction, shape
+
+__all__ = []
+for _mod in (creation, pointwise, reduction, shape, indexing, linalg, random):
+    for _name in getattr(_mod, "PUBLIC", ()):
+        globals()[_name] = getattr(_mod, _name)
+        __all__.append(_name)
+del _mod, _name

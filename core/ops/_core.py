@@ -1,0 +1,240 @@
+"""Helpers every op family shares: wrapping arrays, operand preparation, broadcasting,
+reducing gradients to an input's shape, and in-place bookkeeping."""
+from __future__ import annotations
+
+import numbers
+
+from .. import dtypes as _dt
+from ..autograd import grad_mode
+from ..autograd.graph import needs_grad, record, record_multi  # noqa: F401  (re-exported for ops)
+from ..tensor import Size, Tensor, _make, _wrap_dim  # noqa: F401
+
+_gstate = grad_mode.state
+_PROMOTE = _dt._PROMOTE
+_result_type = _dt.result_type
+_scalar_dtype = _dt.scalar_dtype
+
+wrap_dim = _wrap_dim
+
+
+def is_scalar(x) -> bool:
+    return isinstance(x, (numbers.Number,)) and not isinstance(x, complex) or _is_np_scalar(x)
+
+
+def _is_np_scalar(x):
+    return hasattr(x, "dtype") and hasattr(x, "item") and getattr(x, "shape", None) == () \
+        and not isinstance(x, Tensor)
+
+
+def scalar_value(x):
+    return x.item() if _is_np_scalar(x) else x
+
+
+# -- broadcasting ---------------------------------------------------------------------------
+_bcast_cache: dict = {}
+
+
+def broadcast_shapes(a, b):
+    """The broadcast of two shapes (tuples), with PyTorch's error message."""
+    key = (a, b)
+    r = _bcast_cache.get(key)
+    if r is not None:
+        return r
+    n = max(len(a), len(b))
+    pa = (1,) * (n - len(a)) + tuple(a)
+    pb = (1,) * (n - len(b)) + tuple(b)
+    out = []
+    for i, (x, y) in enumerate(zip(pa, pb)):
+        if x == y or y == 1:
+            out.append(x)
+        elif x == 1:
+            out.append(y)
+        else:
+            raise RuntimeError(f"The size of tensor a ({x}) must match the size of tensor b ({y}) "
+                               f"at non-singleton dimension {i}")
+    r = tuple(out)
+    if len(_bcast_cache) < 4096:
+        _bcast_cache[key] = r
+    return r
+
+
+def broadcast_all_shapes(*shapes):
+    r = ()
+    for s in shapes:
+        r = broadcast_shapes(r, tuple(s))
+    return r
+
+
+# -- devices and operands -------------------------------------------------------------------
+def device_mismatch(a, b):
+    if a._dev is not b._dev:
+        return RuntimeError(f"Expected all tensors to be on the same device, but found at least two "
+                            f"devices, {a._dev} and {b._dev}!")
+    return RuntimeError(f"tensors on {a._dev} come from two different backends "
+                        f"({a.backend.name!r} and {b.backend.name!r}); move one with .to() first")
+
+
+def check_same_device(*tensors):
+    first = tensors[0]
+    for t in tensors[1:]:
+        if t._k is not first._k:
+            raise device_mismatch(first, t)
+
+
+def cast_data(t, dtype):
+    """t's array in `dtype` (no copy when it already is)."""
+    return t._data if t._dtype is dtype else t._k["astype"](t._data, dtype.name)
+
+
+def as_tensor_like(x, like, dtype=None):
+    """A Python scalar, sequence or array as a tensor on `like`'s device."""
+    if isinstance(x, Tensor):
+        return x
+    from .creation import tensor
+    return tensor(x, dtype=dtype, device=like._dev)
+
+
+def prep_binary(a, b, float_result=False):
+    """Operands of a binary op as (a data, b data, dtype, kernel table, device).
+
+    One of a, b is a Tensor; the other is a Tensor or a Python/NumPy scalar (passed to the
+    kernel as a Python scalar). Both are converted to the promoted dtype (a floating type
+    when `float_result`)."""
+    if a.__class__ is Tensor or isinstance(a, Tensor):
+        t = a
+        if b.__class__ is Tensor or isinstance(b, Tensor):
+            if a._k is not b._k:
+                raise device_mismatch(a, b)
+            if a._dtype is b._dtype:
+                dt = a._dtype
+                if float_result and dt.category != 2:
+                    dt = _dt._default[0]
+                else:
+                    sa, sb = a._data.shape, b._data.shape
+                    if sa != sb:
+                        broadcast_shapes(sa, sb)
+                    return a._data, b._data, dt, a._k, a._dev
+            else:
+                dt = _result_type(a, b)
+                if float_result and dt.category != 2:
+                    dt = _dt._default[0]
+            sa, sb = a._data.shape, b._data.shape
+            if sa != sb:
+                broadcast_shapes(sa, sb)
+            return cast_data(a, dt), cast_data(b, dt), dt, a._k, a._dev
+        if not is_scalar(b):
+            raise TypeError(f"unsupported operand type: {type(b).__name__} (expected a Tensor or a number)")
+        b = scalar_value(b)
+        dt = _combine_scalar(a._dtype, b)
+        if float_result and dt.category != 2:
+            dt = _dt._default[0]
+        return cast_data(a, dt), _scalar_as(b, dt), dt, a._k, a._dev
+    t = b
+    if not is_scalar(a):
+        raise TypeError(f"unsupported operand type: {type(a).__name__} (expected a Tensor or a number)")
+    a = scalar_value(a)
+    dt = _combine_scalar(t._dtype, a)
+    if float_result and dt.category != 2:
+        dt = _dt._default[0]
+    return _scalar_as(a, dt), cast_data(t, dt), dt, t._k, t._dev
+
+
+def _combine_scalar(tdt, s):
+    sdt = bool if isinstance(s, bool) else (int if isinstance(s, int) else float)
+    if sdt is float:
+        return tdt if tdt.category == 2 else _dt._default[0]
+    if sdt is int:
+        return tdt if tdt.category >= 1 else _dt.int64
+    return tdt
+
+
+def _scalar_as(s, dt):
+    if dt.category == 2:
+        return float(s)
+    if dt.category == 1:
+        return int(s)
+    return bool(s)
+
+
+# -- autograd helpers -----------------------------------------------------------------------
+def sum_to(g, shape):
+    """Reduce gradient g (a broadcast result) back to `shape` with differentiable ops."""
+    gs = g._data.shape
+    shape = tuple(shape)
+    if gs == shape:
+        return g
+    lead = len(gs) - len(shape)
+    axes = tuple(range(lead)) + tuple(i + lead for i, s in enumerate(shape) if s == 1 and gs[i + lead] != 1)
+    if axes:
+        g = g.sum(dim=axes, keepdim=True)
+    if lead:
+        g = g.reshape(shape)
+    return g
+
+
+def grad_for(g, t):
+    """Gradient g shaped and typed for input t."""
+    g = sum_to(g, t._data.shape)
+    if g._dtype is not t._dtype:
+        g = g.to(t._dtype)
+    return g
+
+
+def zeros_like_grad(t):
+    return _make(t._k["full"](t._data.shape, 0, t._dtype.name), t._dtype, t._k, t._dev)
+
+
+# -- in-place bookkeeping -------------------------------------------------------------------
+def check_inplace(t):
+    """Raise if an in-place op on t would corrupt autograd; return True if it must be recorded."""
+    if _gstate.enabled:
+        if t._rg and t.grad_fn is None:
+            raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
+        base = t._base
+        if base is not None and base._rg:
+            raise RuntimeError("in-place operations on a view of a tensor that requires grad are not "
+                               "supported by tensorplug; use an out-of-place op or index assignment "
+                               "(base[index] = value) instead")
+    return False
+
+
+def snapshot(t):
+    """A handle on t's current value and graph position that later in-place writes don't touch."""
+    s = _make(t._k["copy"](t._data), t._dtype, t._k, t._dev)
+    if t._rg:
+        s.grad_fn, s._out_nr, s._rg = t.grad_fn, t._out_nr, True
+    return s
+
+
+def commit_inplace(t, result):
+    """Write `result` (computed out of place) into t, adopting its graph node."""
+    rs, ts = result._data.shape, t._data.shape
+    if rs != ts:
+        raise RuntimeError(f"output with shape {list(ts)} doesn't match the broadcast shape {list(rs)}")
+    check_cast(result._dtype, t._dtype)
+    t._k["assign"](t._data, result._data)
+    t._bump_version()
+    if result._rg:
+        t.grad_fn, t._out_nr, t._rg = result.grad_fn, result._out_nr, True
+    return t
+
+
+def check_cast(src, dst):
+    if src.category > dst.category:
+        names = {0: "Bool", 1: "Long", 2: "Float"}
+        raise RuntimeError(f"result type {src.name} can't be cast to the desired output type {dst.name} "
+                           f"({names[src.category]} -> {names[dst.category]} would lose information)")
+
+
+def normalize_dims(dim, ndim):
+    """dim (None, int or sequence) as a sorted tuple of non-negative axes, or None for all."""
+    if dim is None:
+        return None
+    if isinstance(dim, (list, tuple)):
+        if len(dim) == 0:
+            return None
+        axes = tuple(sorted({wrap_dim(d, ndim) for d in dim}))
+        if len(axes) != len(dim):
+            raise RuntimeError(f"dim {list(dim)} appears multiple times in the list of dims")
+        return axes
+    return (wrap_dim(dim, ndim),)

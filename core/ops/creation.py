@@ -1,0 +1,399 @@
+"""Creation and transfer: tensor, from_numpy, zeros/ones/full/empty/eye/arange/linspace,
+*_like, the legacy constructors (FloatTensor(5, 7, 3), LongTensor([0, 2, 4])), and
+to / cpu / cuda / clone / type conversions."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .. import dtypes as _dt
+from ..device import as_device, device as Device
+from ..dispatch.registry import registry
+from ._core import Tensor, _gstate, _make, record
+
+_CPU = Device("cpu")
+
+
+def resolve_device(device):
+    """(kernel table, device object) for a device argument (None: cpu)."""
+    if device is None:
+        dev = _CPU
+    elif device.__class__ is Device:
+        dev = device
+    elif isinstance(device, int):
+        raise RuntimeError("a bare integer device is ambiguous in tensorplug; pass 'cuda:N' or a device")
+    else:
+        dev = as_device(device)
+    backend = registry.backend_for(dev.type)
+    if getattr(backend, "indexed", True):
+        if dev.index is None:
+            dev = Device(dev.type, 0)
+        n = backend.device_count()
+        if dev.index >= n:
+            raise RuntimeError(f"device {dev} is out of range: backend {backend.name!r} has {n} "
+                               f"{dev.type} device(s)")
+    elif dev.index not in (None, 0):
+        raise RuntimeError(f"device type {dev.type!r} has a single device; got {dev}")
+    else:
+        dev = Device(dev.type)
+    return backend.kernels, dev
+
+
+def _size(size):
+    if len(size) == 1 and isinstance(size[0], (tuple, list)):
+        size = size[0]
+    out = []
+    for s in size:
+        if isinstance(s, Tensor):
+            s = s.item()
+        if not isinstance(s, (int, np.integer)) or isinstance(s, bool):
+            raise TypeError(f"size must be a sequence of ints, got {type(s).__name__} ({s!r})")
+        if s < 0:
+            raise RuntimeError(f"Trying to create tensor with negative dimension {s}: {list(size)}")
+        out.append(int(s))
+    return tuple(out)
+
+
+def _finish(t, requires_grad):
+    if requires_grad:
+        t.requires_grad = True
+    return t
+
+
+def _from_host(arr: np.ndarray, dt, device, requires_grad=False):
+    k, dev = resolve_device(device)
+    if arr.dtype.name != dt.name:
+        arr = arr.astype(dt.name)
+    backend = k["__backend__"]
+    with backend.device_context(dev.index):
+        data = k["from_numpy"](arr)
+    return _finish(_make(data, dt, k, dev), requires_grad)
+
+
+def _infer_dtype(arr: np.ndarray, from_python: bool):
+    kind = arr.dtype.kind
+    if kind == "b":
+        return _dt.bool_
+    if kind in "iu":
+        return _dt.int64 if from_python else _dt.as_dtype(arr.dtype)
+    if kind == "f":
+        return _dt.get_default_dtype() if from_python else _dt.as_dtype(arr.dtype)
+    raise TypeError(f"can't convert data of NumPy dtype {arr.dtype} to a tensor; supported types: "
+                    "float16/32/64, int8/16/32/64, uint8 and bool")
+
+
+def _to_host_array(data):
+    if isinstance(data, Tensor):
+        return data._host(), False
+    if isinstance(data, np.ndarray):
+        return data, False
+    if isinstance(data, np.generic):
+        return np.asarray(data), False
+    try:
+        arr = np.array(data)
+    except (ValueError, TypeError) as e:
+        raise ValueError(f"can't build a tensor from {type(data).__name__}: {e}") from None
+    if arr.dtype == object:
+        raise ValueError(f"can't build a tensor from {type(data).__name__}: the nested sequences are "
+                         "ragged or hold non-numbers")
+    if arr.dtype.kind in "US":
+        raise TypeError(f"can't build a tensor from strings ({data!r})")
+    return arr, True
+
+
+def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=False):
+    """A new tensor copying `data` (a number, nested sequence, NumPy array or tensor)."""
+    arr, from_python = _to_host_array(data)
+    if from_python and arr.dtype.kind in "iu" and arr.size and (arr.max() > 2**63 - 1):
+        raise RuntimeError(f"value {arr.max()} cannot be converted to int64 without overflow")
+    dt = _dt.as_dtype(dtype) if dtype is not None else _infer_dtype(arr, from_python)
+    if device is None and isinstance(data, Tensor):
+        device = data._dev
+    return _from_host(np.array(arr, dtype=dt.name, copy=True), dt, device, requires_grad)
+
+
+def as_tensor(data, dtype=None, device=None):
+    """Like `tensor` but shares memory with a tensor or CPU NumPy array when dtype and device allow."""
+    if isinstance(data, Tensor):
+        return data.to(device=device, dtype=dtype) if (dtype or device) else data
+    if isinstance(data, np.ndarray) and (dtype is None or _dt.as_dtype(dtype).name == data.dtype.name) \
+            and as_device(device or "cpu").type == "cpu":
+        return from_numpy(data)
+    return tensor(data, dtype=dtype, device=device)
+
+
+asarray = as_tensor
+
+
+def from_numpy(ndarray):
+    """A CPU tensor sharing memory with `ndarray` (writes through either are visible in both)."""
+    if not isinstance(ndarray, np.ndarray):
+        raise TypeError(f"expected np.ndarray (got {type(ndarray).__name__})")
+    dt = _infer_dtype(ndarray, False) if ndarray.dtype.name in _dt.BY_NAME or ndarray.dtype.kind == "b" \
+        else None
+    if dt is None:
+        raise TypeError(f"can't convert np.ndarray of type numpy.{ndarray.dtype}. The only supported types "
+                        "are: float64, float32, float16, int64, int32, int16, int8, uint8, and bool.")
+    k, dev = resolve_device(None)
+    return _make(k["from_numpy"](ndarray), dt, k, dev)
+
+
+def full(size, fill_value, *, dtype=None, device=None, requires_grad=False, out=None):
+    size = _size((size,) if isinstance(size, int) else size)
+    if dtype is None:
+        if isinstance(fill_value, Tensor):
+            fill_value = fill_value.item()
+        dt = _dt.scalar_dtype(fill_value)
+    else:
+        dt = _dt.as_dtype(dtype)
+    k, dev = resolve_device(device)
+    with k["__backend__"].device_context(dev.index):
+        data = k["full"](size, fill_value, dt.name)
+    return _finish(_make(data, dt, k, dev), requires_grad)
+
+
+def _filled(value):
+    def make(*size, dtype=None, device=None, requires_grad=False, out=None, layout=None, pin_memory=False):
+        dt = _dt.as_dtype(dtype) if dtype is not None else _dt.get_default_dtype()
+        return full(_size(size), value, dtype=dt, device=device, requires_grad=requires_grad)
+    return make
+
+
+zeros = _filled(0)
+ones = _filled(1)
+empty = _filled(0)      # zero-filled: reading "uninitialised" memory never leaks stale data
+
+
+def _like(maker):
+    def make(input, *, dtype=None, device=None, requires_grad=False, memory_format=None):
+        return maker(tuple(input.shape), dtype=dtype or input.dtype, device=device or input.device,
+                     requires_grad=requires_grad)
+    return make
+
+
+zeros_like = _like(zeros)
+ones_like = _like(ones)
+empty_like = _like(empty)
+
+
+def full_like(input, fill_value, *, dtype=None, device=None, requires_grad=False):
+    return full(tuple(input.shape), fill_value, dtype=dtype or input.dtype, device=device or input.device,
+                requires_grad=requires_grad)
+
+
+def eye(n, m=None, *, dtype=None, device=None, requires_grad=False):
+    m = n if m is None else m
+    dt = _dt.as_dtype(dtype) if dtype is not None else _dt.get_default_dtype()
+    return _from_host(np.eye(n, m, dtype=dt.name), dt, device, requires_grad)
+
+
+def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=False):
+    if end is None:
+        start, end = 0, start
+    vals = [v.item() if isinstance(v, Tensor) else v for v in (start, end, step)]
+    start, end, step = vals
+    if step == 0:
+        raise RuntimeError("step must be nonzero")
+    if (end - start) * step < 0:
+        raise RuntimeError(f"upper bound and larger bound inconsistent with step sign "
+                           f"(start={start}, end={end}, step={step})")
+    if dtype is None:
+        dt = _dt.int64 if all(isinstance(v, (int, np.integer)) for v in vals) else _dt.get_default_dtype()
+    else:
+        dt = _dt.as_dtype(dtype)
+    n = max(0, math.ceil((end - start) / step))
+    # computed in float64/int64 like PyTorch, then cast: keeps the length exact
+    host = (np.arange(n, dtype=np.float64) * step + start) if dt.category == 2 else \
+        np.arange(start, start + n * step, step, dtype=np.int64)[:n]
+    return _from_host(host.astype(dt.name), dt, device, requires_grad)
+
+
+def range_(start, end, step=1, *, dtype=None, device=None, requires_grad=False):
+    """torch.range (deprecated in PyTorch): includes `end`."""
+    n = int(math.floor((end - start) / step)) + 1
+    dt = _dt.as_dtype(dtype) if dtype is not None else _dt.get_default_dtype()
+    return _from_host((np.arange(n, dtype=np.float64) * step + start).astype(dt.name), dt, device,
+                      requires_grad)
+
+
+def linspace(start, end, steps, *, dtype=None, device=None, requires_grad=False):
+    if steps < 0:
+        raise RuntimeError(f"number of steps must be non-negative, got {steps}")
+    dt = _dt.as_dtype(dtype) if dtype is not None else _dt.get_default_dtype()
+    return _from_host(np.linspace(start, end, steps, dtype=np.float64).astype(dt.name), dt, device,
+                      requires_grad)
+
+
+def logspace(start, end, steps, base=10.0, *, dtype=None, device=None, requires_grad=False):
+    dt = _dt.as_dtype(dtype) if dtype is not None else _dt.get_default_dtype()
+    return _from_host(np.logspace(start, end, steps, base=base, dtype=np.float64).astype(dt.name), dt, device,
+                      requires_grad)
+
+
+# -- legacy constructors ---------------------------------------------------------------------------
+def legacy_construct(cls, dt, args, kwargs):
+    """FloatTensor(5, 7, 3) (sizes, zero-filled), FloatTensor([1, 2]) (data), FloatTensor() (empty)."""
+    device = kwargs.pop("device", None)
+    if kwargs:
+        raise TypeError(f"unexpected keyword arguments {sorted(kwargs)} for {dt._legacy}")
+    if not args:
+        t = zeros(0, dtype=dt, device=device)
+    elif len(args) == 1 and isinstance(args[0], Tensor):
+        t = args[0].to(dt)
+    elif all(isinstance(a, (int, np.integer)) and not isinstance(a, bool) for a in args) or \
+            (len(args) == 1 and args[0].__class__.__name__ == "Size"):
+        t = zeros(*(_size(args)), dtype=dt, device=device)
+    elif len(args) == 1:
+        t = tensor(args[0], dtype=dt, device=device)
+    else:
+        raise TypeError(f"{dt._legacy}() takes sizes (ints) or one sequence of data, got {args!r}")
+    if cls is not Tensor:
+        from ..tensor import _retype
+        t = _retype(t, cls)
+    return t
+
+
+def _legacy_class(dt):
+    meta = type(Tensor)
+
+    class _LegacyMeta(meta):
+        def __instancecheck__(self, obj):
+            return isinstance(obj, Tensor) and obj.dtype is dt
+
+        def __call__(self, *args, **kwargs):
+            return legacy_construct(Tensor, dt, list(args), dict(kwargs))
+
+    return _LegacyMeta(dt._legacy, (), {"__doc__": f"Legacy constructor of {dt!r} tensors.", "dtype": dt})
+
+
+FloatTensor = _legacy_class(_dt.float32)
+DoubleTensor = _legacy_class(_dt.float64)
+HalfTensor = _legacy_class(_dt.float16)
+LongTensor = _legacy_class(_dt.int64)
+IntTensor = _legacy_class(_dt.int32)
+ShortTensor = _legacy_class(_dt.int16)
+CharTensor = _legacy_class(_dt.int8)
+ByteTensor = _legacy_class(_dt.uint8)
+BoolTensor = _legacy_class(_dt.bool_)
+
+
+# -- conversion and transfer ---------------------------------------------------------------------------
+def _parse_to(args, kwargs):
+    device = kwargs.pop("device", None)
+    dtype = kwargs.pop("dtype", None)
+    kwargs.pop("non_blocking", None)
+    copy = kwargs.pop("copy", False)
+    kwargs.pop("memory_format", None)
+    if kwargs:
+        raise TypeError(f"to() got unexpected keyword arguments {sorted(kwargs)}")
+    for a in args:
+        if isinstance(a, Tensor):
+            device, dtype = a.device, a.dtype
+        elif isinstance(a, _dt.dtype) or a in (float, int, bool):
+            dtype = a
+        elif isinstance(a, (str, Device)):
+            device = a
+        elif isinstance(a, bool):
+            pass
+        elif a is None:
+            pass
+        else:
+            raise TypeError(f"to() received an invalid argument {a!r}")
+    return device, dtype, copy
+
+
+def to(self, *args, **kwargs):
+    """Move to a device and/or convert to a dtype; returns self when nothing changes."""
+    device, dtype, copy = _parse_to(args, dict(kwargs))
+    dt = _dt.as_dtype(dtype) if dtype is not None else self._dtype
+    if device is not None:
+        k, dev = resolve_device(device)
+    else:
+        k, dev = self._k, self._dev
+    if k is self._k and dev is self._dev:
+        if dt is self._dtype:
+            return self.clone() if copy else self
+        r = _make(k["astype"](self._data, dt.name), dt, k, dev)
+    else:
+        host = np.asarray(self._k["to_numpy"](self._data))
+        if host.dtype.name != dt.name:
+            host = host.astype(dt.name)
+        with k["__backend__"].device_context(dev.index):
+            r = _make(k["from_numpy"](np.array(host, copy=True) if self._dev.type == dev.type == "cpu" else host),
+                      dt, k, dev)
+    if self._rg and _gstate.enabled and dt.is_floating_point:
+        src_dt, src_dev = self._dtype, self._dev
+        record("ToCopyBackward0", r, (self,), lambda g: (g.to(device=src_dev, dtype=src_dt),))
+    return r
+
+
+def cpu(self):
+    return to(self, "cpu")
+
+
+def cuda(self, device=None, non_blocking=False):
+    return to(self, "cuda" if device is None else (f"cuda:{device}" if isinstance(device, int) else device))
+
+
+def clone(self, *, memory_format=None):
+    r = _make(self._k["copy"](self._data), self._dtype, self._k, self._dev)
+    if self._rg and _gstate.enabled:
+        record("CloneBackward0", r, (self,), lambda g: (g,))
+    return r
+
+
+def type_(self, dtype=None, non_blocking=False):
+    """With no argument: the legacy type name ('tensorplug.FloatTensor'); else convert."""
+    if dtype is None:
+        return "tensorplug." + self._dtype._legacy
+    if isinstance(dtype, str):
+        name = dtype.rsplit(".", 1)[-1]
+        match = [d for d in _dt.ALL if d._legacy == name]
+        if not match:
+            raise ValueError(f"invalid type: {dtype!r}")
+        dtype = match[0]
+    elif hasattr(dtype, "dtype") and isinstance(getattr(dtype, "dtype"), _dt.dtype):
+        dtype = dtype.dtype
+    return to(self, dtype)
+
+
+def _converter(dt):
+    def convert(self, memory_format=None):
+        return to(self, dt)
+    return convert
+
+
+def new_tensor(self, data, dtype=None, device=None, requires_grad=False):
+    return tensor(data, dtype=dtype or self._dtype, device=device or self._dev, requires_grad=requires_grad)
+
+
+def _new_filled(maker):
+    def make(self, *size, dtype=None, device=None, requires_grad=False):
+        return maker(*size, dtype=dtype or self._dtype, device=device or self._dev, requires_grad=requires_grad)
+    return make
+
+
+def new_full(self, size, fill_value, *, dtype=None, device=None, requires_grad=False):
+    return full(size, fill_value, dtype=dtype or self._dtype, device=device or self._dev,
+                requires_grad=requires_grad)
+
+
+def _attach():
+    T = Tensor
+    T.to, T.cpu, T.cuda, T.clone, T.type = to, cpu, cuda, clone, type_
+    T.float, T.double, T.half = _converter(_dt.float32), _converter(_dt.float64), _converter(_dt.float16)
+    T.long, T.int, T.short = _converter(_dt.int64), _converter(_dt.int32), _converter(_dt.int16)
+    T.char, T.byte, T.bool = _converter(_dt.int8), _converter(_dt.uint8), _converter(_dt.bool_)
+    T.new_tensor = new_tensor
+    T.new_zeros, T.new_ones, T.new_empty = _new_filled(zeros), _new_filled(ones), _new_filled(empty)
+    T.new_full = new_full
+    T.type_as = lambda self, other: to(self, other.dtype)
+
+
+_attach()
+
+PUBLIC = ["tensor", "as_tensor", "asarray", "from_numpy", "full", "zeros", "ones", "empty", "zeros_like",
+          "ones_like", "empty_like", "full_like", "eye", "arange", "linspace", "logspace", "clone",
+          "FloatTensor", "DoubleTensor", "HalfTensor", "LongTensor", "IntTensor", "ShortTensor", "CharTensor",
+          "ByteTensor", "BoolTensor"]

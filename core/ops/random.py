@@ -1,0 +1,289 @@
+"""Random numbers: Generator objects, manual_seed (every device), and the sampling functions.
+
+A Generator wraps a backend's opaque generator state (`rng_new(seed)`); the default
+generator of each device type is created on first use from the global seed.
+"""
+from __future__ import annotations
+
+import copy
+import time
+
+from .. import dtypes as _dt
+from ..device import as_device
+from ._core import Tensor, _make, check_inplace
+from .creation import _size, resolve_device
+
+_DEFAULT_SEED = 67280421310721
+_seed = [_DEFAULT_SEED]
+_defaults: dict = {}
+
+
+class Generator:
+    """A random number generator for one device: `Generator(device="cpu").manual_seed(0)`."""
+
+    def __init__(self, device="cpu"):
+        self.device = as_device(device)
+        self._k = None
+        self._state = None
+        self._seed = _seed[0]
+
+    def _kernels(self):
+        if self._k is None:
+            self._k, dev = resolve_device(self.device)
+            self.device = dev
+        return self._k
+
+    def _get(self):
+        if self._state is None:
+            self._state = self._kernels()["rng_new"](self._seed)
+        return self._state
+
+    def manual_seed(self, seed):
+        seed = int(seed)
+        if seed < 0 or seed >= 2**64:
+            raise RuntimeError(f"Overflow when unpacking long: seed must be in [0, 2**64), got {seed}")
+        self._seed = seed
+        self._state = None
+        return self
+
+    def seed(self) -> int:
+        s = int(time.time_ns()) % (2**63)
+        self.manual_seed(s)
+        return s
+
+    def initial_seed(self) -> int:
+        return self._seed
+
+    def get_state(self):
+        """An opaque snapshot of the generator's state (for set_state)."""
+        return (self._seed, copy.deepcopy(self._get()))
+
+    def set_state(self, state):
+        self._seed, st = state
+        self._state = copy.deepcopy(st)
+        return self
+
+
+def default_generator(device) -> Generator:
+    key = device.type
+    g = _defaults.get(key)
+    if g is None:
+        g = _defaults[key] = Generator(device)
+    return g
+
+
+def manual_seed(seed):
+    """Seed the default generator of every device type (present and future)."""
+    _seed[0] = int(seed)
+    for g in _defaults.values():
+        g.manual_seed(seed)
+    return default_generator(as_device("cpu"))
+
+
+def seed() -> int:
+    s = int(time.time_ns()) % (2**63)
+    manual_seed(s)
+    return s
+
+
+def initial_seed() -> int:
+    return _seed[0]
+
+
+def get_rng_state():
+    return default_generator(as_device("cpu")).get_state()
+
+
+def set_rng_state(state):
+    default_generator(as_device("cpu")).set_state(state)
+
+
+def _gen(generator, dev):
+    if generator is None:
+        return default_generator(dev)
+    if generator.device.type != dev.type:
+        raise RuntimeError(f"Expected a '{dev.type}' device type for generator but found "
+                           f"'{generator.device.type}'")
+    return generator
+
+
+def _sample(kname, size, generator, dtype, device, requires_grad):
+    dt = _dt.as_dtype(dtype) if dtype is not None else _dt.get_default_dtype()
+    if not dt.is_floating_point:
+        raise RuntimeError(f"{kname}: expected a floating point dtype, got {dt!r}")
+    k, dev = resolve_device(device)
+    g = _gen(generator, dev)
+    t = _make(k[kname](g._get(), _size(size), dt.name), dt, k, dev)
+    if requires_grad:
+        t.requires_grad = True
+    return t
+
+
+def rand(*size, generator=None, dtype=None, device=None, requires_grad=False, out=None):
+    """Uniform samples in [0, 1)."""
+    return _sample("uniform", size, generator, dtype, device, requires_grad)
+
+
+def randn(*size, generator=None, dtype=None, device=None, requires_grad=False, out=None):
+    """Standard normal samples."""
+    return _sample("normal", size, generator, dtype, device, requires_grad)
+
+
+def randint(low=0, high=None, size=None, *, generator=None, dtype=None, device=None, requires_grad=False):
+    """Integers uniform in [low, high): randint(high, size) or randint(low, high, size)."""
+    if size is None:
+        if high is None:
+            raise TypeError("randint() missing required argument 'size'")
+        low, high, size = 0, low, high
+    elif high is None:
+        low, high = 0, low
+    if high <= low:
+        raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={low} >= to={high}")
+    dt = _dt.as_dtype(dtype) if dtype is not None else _dt.int64
+    k, dev = resolve_device(device)
+    g = _gen(generator, dev)
+    return _make(k["randint"](g._get(), int(low), int(high), _size(size if isinstance(size, (tuple, list))
+                                                                    else (size,)), dt.name), dt, k, dev)
+
+
+def randperm(n, *, generator=None, dtype=None, device=None, requires_grad=False):
+    """A random permutation of 0..n-1."""
+    if n < 0:
+        raise RuntimeError(f"n must be non-negative, got {n}")
+    dt = _dt.as_dtype(dtype) if dtype is not None else _dt.int64
+    k, dev = resolve_device(device)
+    g = _gen(generator, dev)
+    return _make(k["randperm"](g._get(), int(n), dt.name), dt, k, dev)
+
+
+def bernoulli(input, p=None, *, generator=None):
+    """0/1 samples, 1 with probability `input` (or the scalar p), in input's dtype."""
+    if p is not None:
+        probs = _make(input._k["full"](input._data.shape, float(p), input._dtype.name), input._dtype,
+                      input._k, input._dev)
+    else:
+        probs = input
+    if not probs._dtype.is_floating_point:
+        raise RuntimeError(f"bernoulli expects a floating point probability tensor, got {probs._dtype!r}")
+    g = _gen(generator, probs._dev)
+    return _make(probs._k["bernoulli"](g._get(), probs._data), probs._dtype, probs._k, probs._dev)
+
+
+def normal(mean=0.0, std=1.0, size=None, *, generator=None, dtype=None, device=None, requires_grad=False):
+    """Normal samples; mean and std may be tensors (broadcast) or numbers (then give size)."""
+    if isinstance(mean, Tensor) or isinstance(std, Tensor):
+        ref = mean if isinstance(mean, Tensor) else std
+        from ._core import broadcast_shapes
+        shape = broadcast_shapes(tuple(mean.shape) if isinstance(mean, Tensor) else (),
+                                 tuple(std.shape) if isinstance(std, Tensor) else ())
+        z = randn(*shape, generator=generator, dtype=ref.dtype, device=ref.device)
+        return z * std + mean
+    if size is None:
+        raise TypeError("normal() with scalar mean and std needs a size")
+    if std < 0:
+        raise RuntimeError(f"normal expects std >= 0.0, but found std {std}")
+    z = randn(*_size(size if isinstance(size, (tuple, list)) else (size,)), generator=generator,
+              dtype=dtype, device=device)
+    r = z * std + mean
+    if requires_grad:
+        r.requires_grad = True
+    return r
+
+
+def rand_like(input, *, dtype=None, device=None, requires_grad=False):
+    return rand(*input.shape, dtype=dtype or input.dtype, device=device or input.device,
+                requires_grad=requires_grad)
+
+
+def randn_like(input, *, dtype=None, device=None, requires_grad=False):
+    return randn(*input.shape, dtype=dtype or input.dtype, device=device or input.device,
+                 requires_grad=requires_grad)
+
+
+def randint_like(input, low=0, high=None, *, dtype=None, device=None):
+    return randint(low, high, tuple(input.shape), dtype=dtype or input.dtype, device=device or input.device)
+
+
+def multinomial(input, num_samples, replacement=False, *, generator=None):
+    """Sample category indices with probabilities proportional to the rows of input."""
+    import numpy as np
+    probs = np.asarray(input.detach()._host(), dtype=np.float64)
+    squeeze = probs.ndim == 1
+    probs = np.atleast_2d(probs)
+    if (probs < 0).any() or not np.isfinite(probs).all():
+        raise RuntimeError("probability tensor contains either `inf`, `nan` or element < 0")
+    if not replacement and num_samples > probs.shape[1]:
+        raise RuntimeError("cannot sample n_sample > prob_dist.size(-1) samples without replacement")
+    g = _gen(generator, input._dev)
+    k = g._kernels()
+    out = np.empty((probs.shape[0], num_samples), dtype=np.int64)
+    for r, row in enumerate(probs):
+        if row.sum() <= 0:
+            raise RuntimeError("invalid multinomial distribution (sum of probabilities <= 0)")
+        w = row / row.sum()
+        u = np.asarray(k["to_numpy"](k["uniform"](g._get(), (num_samples,), "float64")))
+        if replacement:
+            out[r] = np.minimum(np.searchsorted(np.cumsum(w), u, side="right"), len(w) - 1)
+        else:
+            # Gumbel-top-k: argsort of log(w) - log(-log(u)) samples without replacement
+            u2 = np.asarray(k["to_numpy"](k["uniform"](g._get(), (len(w),), "float64")))
+            with np.errstate(divide="ignore"):
+                keys = np.log(w) - np.log(-np.log(np.clip(u2, 1e-300, 1.0)))
+            out[r] = np.argsort(-keys, kind="stable")[:num_samples]
+    from .creation import tensor
+    res = tensor(out[0] if squeeze else out, device=input.device)
+    return res
+
+
+# -- in-place samplers -----------------------------------------------------------------------------------
+def _fill_from(self, sample):
+    check_inplace(self)
+    self._k["assign"](self._data, sample._data if sample._dtype is self._dtype
+                      else self._k["astype"](sample._data, self._dtype.name))
+    self._bump_version()
+    return self
+
+
+def uniform_(self, a=0.0, b=1.0, *, generator=None):
+    u = _sample("uniform", tuple(self.shape), generator, self._dtype, self._dev, False)
+    return _fill_from(self, u * (b - a) + a)
+
+
+def normal_(self, mean=0.0, std=1.0, *, generator=None):
+    z = _sample("normal", tuple(self.shape), generator, self._dtype if self._dtype.is_floating_point
+                else None, self._dev, False)
+    return _fill_from(self, z * std + mean)
+
+
+def bernoulli_(self, p=0.5, *, generator=None):
+    if isinstance(p, Tensor):
+        s = bernoulli(p.expand(*self.shape).to(_dt.float64), generator=generator)
+    else:
+        s = bernoulli(_make(self._k["full"](self._data.shape, float(p), "float64"), _dt.float64, self._k,
+                            self._dev), generator=generator)
+    return _fill_from(self, s)
+
+
+def random_(self, from_=0, to=None, *, generator=None):
+    if to is None:
+        from_, to = 0, from_ if from_ else (2**24 if self._dtype.is_floating_point else 2**31)
+    return _fill_from(self, randint(from_, to, tuple(self.shape), generator=generator, device=self._dev))
+
+
+def exponential_(self, lambd=1.0, *, generator=None):
+    u = _sample("uniform", tuple(self.shape), generator, self._dtype, self._dev, False)
+    return _fill_from(self, -(1 - u).log() / lambd)
+
+
+def _attach():
+    T = Tensor
+    T.uniform_, T.normal_, T.bernoulli_, T.random_, T.exponential_ = (uniform_, normal_, bernoulli_,
+                                                                      random_, exponential_)
+    T.bernoulli = lambda self, p=None, generator=None: bernoulli(self, p, generator=generator)
+    T.multinomial = multinomial
+
+
+_attach()
+
+PUBLIC = ["Generator", "manual_seed", "seed", "initial_seed", "get_rng_state", "set_rng_state", "rand", "randn",
+          "randint", "randperm", "bernoulli", "normal", "rand_like", "randn_like", "randint_like", "multinomial"]

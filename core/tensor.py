@@ -1,0 +1,350 @@
+"""The Tensor: metadata, autograd state, and methods that call ops.
+
+Ops live in `tensorplug.ops.*` and attach themselves as methods. A tensor holds its
+backend array (`_data`), dtype, the backend's kernel table (`_k`) and its device.
+Rarely-set state (grad, version counter, view base, hooks) lives in class-level
+defaults overridden per instance, so creating a tensor costs four stores.
+"""
+from __future__ import annotations
+
+from . import dtypes as _dt
+from .autograd import grad_mode
+from .device import as_device
+
+_gstate = grad_mode.state
+
+
+class Size(tuple):
+    """A tensor's shape: a tuple that prints as `tensorplug.Size([2, 3])`."""
+    __slots__ = ()
+
+    def __repr__(self):
+        return f"tensorplug.Size({list(self)})"
+
+    __str__ = __repr__
+
+    def numel(self) -> int:
+        n = 1
+        for s in self:
+            n *= s
+        return n
+
+
+class Tensor:
+    __slots__ = ("_data", "_dtype", "_k", "_dev", "__dict__", "__weakref__")
+    __array_priority__ = 1000
+    __array_ufunc__ = None            # NumPy defers `ndarray op tensor` to our reflected ops
+
+    # defaults of rarely-set state (an instance stores its own value only when it differs)
+    _rg = False                       # requires grad (leaf flag, or recorded by an op)
+    grad_fn = None
+    grad = None
+    _out_nr = 0
+    _ver = None                       # [version] shared by all views of one storage
+    _base = None                      # the tensor this one is a view of
+    _acc = None                       # weakref to this leaf's AccumulateGrad node
+    _hooks = None
+    _retains_grad = False
+
+    def __new__(cls, *args, **kwargs):
+        from .ops.creation import legacy_construct
+        return legacy_construct(cls, _dt.get_default_dtype(), args, kwargs)
+
+    # -- metadata ----------------------------------------------------------------------
+    @property
+    def shape(self) -> Size:
+        return Size(self._data.shape)
+
+    def size(self, dim=None):
+        s = self._data.shape
+        if dim is None:
+            return Size(s)
+        return s[_wrap_dim(dim, len(s))]
+
+    @property
+    def dtype(self):
+        return self._dtype
+
+    @property
+    def device(self):
+        return self._dev
+
+    @property
+    def ndim(self) -> int:
+        return len(self._data.shape)
+
+    def dim(self) -> int:
+        return len(self._data.shape)
+
+    ndimension = dim
+
+    def numel(self) -> int:
+        n = 1
+        for s in self._data.shape:
+            n *= s
+        return n
+
+    nelement = numel
+
+    def element_size(self) -> int:
+        return self._dtype.itemsize
+
+    @property
+    def itemsize(self) -> int:
+        return self._dtype.itemsize
+
+    @property
+    def is_cuda(self) -> bool:
+        return self._dev.type == "cuda"
+
+    @property
+    def is_cpu(self) -> bool:
+        return self._dev.type == "cpu"
+
+    def is_floating_point(self) -> bool:
+        return self._dtype.is_floating_point
+
+    @property
+    def backend(self):
+        """The compute backend whose kernels serve this tensor."""
+        return self._k["__backend__"]
+
+    @property
+    def _version(self) -> int:
+        v = self._ver
+        return v[0] if v is not None else 0
+
+    def _bump_version(self):
+        v = self._ver
+        if v is None:
+            self._ver = [1]
+        else:
+            v[0] += 1
+
+    # -- autograd state ----------------------------------------------------------------
+    @property
+    def requires_grad(self) -> bool:
+        return self._rg
+
+    @requires_grad.setter
+    def requires_grad(self, flag):
+        if self.grad_fn is not None:
+            if not flag:
+                raise RuntimeError("you can only change requires_grad flags of leaf variables. If you "
+                                   "want to use a computed variable in a subgraph that doesn't require "
+                                   "differentiation use var_no_grad = var.detach().")
+            return
+        if flag and not self._dtype.is_floating_point:
+            raise RuntimeError(f"only Tensors of floating point dtype can require gradients "
+                               f"(got {self._dtype!r})")
+        self._rg = bool(flag)
+
+    def requires_grad_(self, requires_grad: bool = True):
+        self.requires_grad = requires_grad
+        return self
+
+    @property
+    def is_leaf(self) -> bool:
+        return self.grad_fn is None
+
+    @property
+    def retains_grad(self) -> bool:
+        return self._retains_grad
+
+    def retain_grad(self):
+        """Keep this non-leaf tensor's gradient in `.grad` after backward."""
+        if not self._rg:
+            raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
+        if self.grad_fn is None or self._retains_grad:
+            return
+        import weakref
+        ref = weakref.ref(self)
+
+        def keep(g):
+            t = ref()
+            if t is not None:
+                g = g.detach() if not _gstate.enabled else g
+                t.grad = g if t.grad is None else t.grad + g
+        self.grad_fn.add_tensor_hook(self._out_nr, keep)
+        self._retains_grad = True
+
+    def register_hook(self, hook):
+        """Call hook(grad) when this tensor's gradient is computed; a returned tensor replaces it."""
+        if not self._rg:
+            raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
+        if self.grad_fn is not None:
+            return self.grad_fn.add_tensor_hook(self._out_nr, hook)
+        if self._hooks is None:
+            self._hooks = []
+        self._hooks.append(hook)
+        from .autograd.graph import _RemovableHandle
+        return _RemovableHandle(self._hooks, hook)
+
+    def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
+        from .autograd import backward
+        backward(self, gradient, retain_graph, create_graph, inputs=inputs)
+
+    def detach(self):
+        """A tensor sharing this one's data, cut from the graph."""
+        t = _make(self._data, self._dtype, self._k, self._dev)
+        if self._ver is None:
+            self._ver = [0]
+        t._ver = self._ver
+        return t
+
+    def detach_(self):
+        if self._base is not None and self._base._rg:
+            raise RuntimeError("Can't detach views in-place. Use detach() instead.")
+        self.grad_fn = None
+        self._rg = False
+        return self
+
+    @property
+    def data(self):
+        return self.detach()
+
+    @data.setter
+    def data(self, other):
+        if not isinstance(other, Tensor):
+            raise TypeError(f"Tensor.data must be set to a Tensor, got {type(other).__name__}")
+        self._data, self._dtype, self._k, self._dev = other._data, other._dtype, other._k, other._dev
+
+    # -- conversion to Python / NumPy --------------------------------------------------------
+    def numpy(self, *, force=False):
+        if self._rg and not force:
+            raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use "
+                               "tensor.detach().numpy() instead.")
+        if self._dev.type != "cpu" and not force:
+            raise TypeError(f"can't convert {self._dev} device type tensor to numpy. Use Tensor.cpu() "
+                            "to copy the tensor to host memory first.")
+        return self._k["to_numpy"](self._data)
+
+    def _host(self):
+        import numpy as np
+        return np.asarray(self._k["to_numpy"](self._data))
+
+    def item(self):
+        if self.numel() != 1:
+            raise RuntimeError(f"a Tensor with {self.numel()} elements cannot be converted to Scalar")
+        return self._host().reshape(()).item()
+
+    def tolist(self):
+        return self._host().tolist()
+
+    def __array__(self, dtype=None, copy=None):
+        a = self._host()
+        return a.astype(dtype) if dtype is not None else a
+
+    def __bool__(self):
+        if self.numel() != 1:
+            raise RuntimeError(f"Boolean value of Tensor with more than one value is ambiguous "
+                               f"(this tensor has {self.numel()} elements)")
+        return bool(self.item())
+
+    def __float__(self):
+        return float(self.item())
+
+    def __int__(self):
+        return int(self.item())
+
+    def __index__(self):
+        if self._dtype.is_floating_point or self.numel() != 1:
+            raise TypeError("only integer tensors of a single element can be converted to an index")
+        return int(self.item())
+
+    def __len__(self):
+        s = self._data.shape
+        if not s:
+            raise TypeError("len() of a 0-d tensor")
+        return s[0]
+
+    def __iter__(self):
+        if not self._data.shape:
+            raise TypeError("iteration over a 0-d tensor")
+        return iter(self.unbind(0))
+
+    __hash__ = object.__hash__
+
+    def __repr__(self):
+        from ._formatting import format_tensor
+        return format_tensor(self)
+
+    __str__ = __repr__
+
+    def __format__(self, spec):
+        if self.ndim == 0 and spec:
+            return format(self.item(), spec)
+        return repr(self) if not spec else format(repr(self), spec)
+
+    def __reduce_ex__(self, protocol):
+        import numpy as np
+        return (_rebuild, (np.array(self._host()), self._dtype.name, str(self._dev), self._rg))
+
+    def __deepcopy__(self, memo):
+        if self.grad_fn is not None:
+            raise RuntimeError("Only Tensors created explicitly by the user (graph leaves) support "
+                               "the deepcopy protocol")
+        t = self.detach().clone()
+        t = _retype(t, type(self))
+        t._rg = self._rg
+        if self.grad is not None:
+            t.grad = self.grad.__deepcopy__(memo)
+        memo[id(self)] = t
+        return t
+
+    # -- helpers used by the engine -------------------------------------------------------------
+    def _ones_like_nograd(self):
+        return _make(self._k["full"](self._data.shape, 1, self._dtype.name), self._dtype, self._k, self._dev)
+
+    def _new_like_data(self, value):
+        from .ops.creation import tensor
+        return tensor(value, dtype=self._dtype, device=self._dev)
+
+    def _clone_data(self):
+        return _make(self._k["copy"](self._data), self._dtype, self._k, self._dev)
+
+    def _iadd_data(self, other):
+        """self += other on raw data, no autograd (gradient accumulation)."""
+        k = self._k
+        k["add"](self._data, other._data, out=self._data)
+        self._bump_version()
+
+
+_new = object.__new__
+
+
+def _make(data, dtype, k, dev, cls=Tensor):
+    t = _new(cls)
+    t._data = data
+    t._dtype = dtype
+    t._k = k
+    t._dev = dev
+    return t
+
+
+def _retype(t, cls):
+    if cls is Tensor or type(t) is cls:
+        return t
+    n = _make(t._data, t._dtype, t._k, t._dev, cls)
+    n.__dict__.update(t.__dict__)
+    return n
+
+
+def _rebuild(array, dtype_name, device_str, requires_grad):
+    from .ops.creation import from_numpy
+    t = from_numpy(array).to(device=as_device(device_str), dtype=_dt.BY_NAME[dtype_name])
+    t._rg = requires_grad
+    return t
+
+
+def _wrap_dim(dim, ndim):
+    if not isinstance(dim, int):
+        try:
+            dim = dim.__index__()
+        except AttributeError:
+            raise TypeError(f"dim must be an int, got {type(dim).__name__}") from None
+    lo = -ndim if ndim else -1
+    hi = ndim - 1 if ndim else 0
+    if dim < lo or dim > hi:
+        raise IndexError(f"Dimension out of range (expected to be in range of [{lo}, {hi}], but got {dim})")
+    return dim + ndim if dim < 0 else dim
