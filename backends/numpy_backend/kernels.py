@@ -15,9 +15,15 @@ def _arr(r):
 
 
 def _pointwise(ufunc):
-    def kernel(*args, out=None):
-        r = ufunc(*args, out=out)
-        return r if r.__class__ is ndarray else np.asarray(r)
+    # 0-d inputs make NumPy return a scalar; kernels must return arrays
+    if ufunc.nin == 1:
+        def kernel(x, out=None):
+            r = ufunc(x) if out is None else ufunc(x, out=out)
+            return r if r.__class__ is ndarray else np.asarray(r)
+    else:
+        def kernel(x, y, out=None):
+            r = ufunc(x, y) if out is None else ufunc(x, y, out=out)
+            return r if r.__class__ is ndarray else np.asarray(r)
     kernel.__name__ = ufunc.__name__
     return kernel
 

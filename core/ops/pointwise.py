@@ -8,8 +8,8 @@ from __future__ import annotations
 import math
 
 from .. import dtypes as _dt
-from ._core import (Tensor, _gstate, _make, check_cast, check_inplace, commit_inplace, grad_for,
-                    prep_binary, record, snapshot, zeros_like_grad)
+from ._core import (Tensor, _gstate, _make, broadcast_shapes, check_cast, check_inplace, commit_inplace,
+                    grad_for, is_scalar, prep_binary, record, snapshot, zeros_like_grad)
 
 # -- binary ------------------------------------------------------------------------------------
 
@@ -302,7 +302,8 @@ def equal(input, other) -> bool:
     """True if both tensors have the same shape and elements."""
     if tuple(input.shape) != tuple(other.shape):
         return False
-    return bool(eq(input, other).all().item())
+    same = eq(input, other)
+    return bool(same._k["to_numpy"](same._k["all"](same._data, None, False)))
 
 
 # -- unary -----------------------------------------------------------------------------------------
@@ -584,13 +585,13 @@ def _attach():
     T.where = lambda self, condition, other: where(condition, self, other)
     T.multiply, T.subtract, T.divide, T.true_divide = mul, sub, div, div
     # operators
-    T.__add__ = lambda a, b: add(a, b) if _operand(b) else NotImplemented
+    T.__add__ = _fast_binary("add", add)
     T.__radd__ = lambda a, b: add(b, a) if _operand(b) else NotImplemented
-    T.__sub__ = lambda a, b: sub(a, b) if _operand(b) else NotImplemented
+    T.__sub__ = _fast_binary("sub", sub, min_category=1)
     T.__rsub__ = lambda a, b: sub(b, a) if _operand(b) else NotImplemented
-    T.__mul__ = lambda a, b: mul(a, b) if _operand(b) else NotImplemented
+    T.__mul__ = _fast_binary("mul", mul)
     T.__rmul__ = lambda a, b: mul(b, a) if _operand(b) else NotImplemented
-    T.__truediv__ = lambda a, b: div(a, b) if _operand(b) else NotImplemented
+    T.__truediv__ = _fast_binary("div", div, float_only=True)
     T.__rtruediv__ = lambda a, b: div(b, a) if _operand(b) else NotImplemented
     T.__floordiv__ = lambda a, b: floor_divide(a, b) if _operand(b) else NotImplemented
     T.__rfloordiv__ = lambda a, b: floor_divide(b, a) if _operand(b) else NotImplemented
@@ -659,8 +660,35 @@ def _attach():
     T.__irshift__ = lambda a, b: T.bitwise_right_shift_(a, b) if _operand(b) else NotImplemented
 
 
+_new = object.__new__
+
+
+def _fast_binary(kname, slow, float_only=False, min_category=0):
+    """The operator for `a <op> b`: same-dtype, same-backend tensors without autograd skip every
+    general step (the common case in tight loops); everything else takes the full op."""
+    def op(a, b):
+        if b.__class__ is Tensor and a.__class__ is Tensor:
+            dt = a._dtype
+            k = a._k
+            if dt is b._dtype and k is b._k and not (_gstate.enabled and (a._rg or b._rg)) \
+                    and dt.category >= (2 if float_only else min_category):
+                ad, bd = a._data, b._data
+                if ad.shape != bd.shape:
+                    broadcast_shapes(ad.shape, bd.shape)
+                t = _new(Tensor)
+                t._data = k[kname](ad, bd)
+                t._dtype = dt
+                t._k = k
+                t._dev = a._dev
+                return t
+        elif not _operand(b):
+            return NotImplemented
+        return slow(a, b)
+    op.__name__ = f"__{kname}__"
+    return op
+
+
 def _operand(b):
-    from ._core import is_scalar
     return isinstance(b, Tensor) or is_scalar(b)
 
 
