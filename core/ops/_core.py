@@ -216,6 +216,9 @@ def commit_inplace(t, result):
     t._bump_version()
     if result._rg:
         t.grad_fn, t._out_nr, t._rg = result.grad_fn, result._out_nr, True
+    elif t._rg and _gstate.enabled:
+        # overwritten by values that don't depend on the old ones: no gradient flows back
+        record("FillBackward0", t, (t,), lambda g: (None,))
     return t
 
 

@@ -527,6 +527,40 @@ def addcdiv(input, tensor1, tensor2, *, value=1):
     return input + value * tensor1 / tensor2
 
 
+def fill_(self, value):
+    """Fill with a number (or a 0-d tensor's value) in place."""
+    check_inplace(self)
+    if isinstance(value, Tensor):
+        if value.ndim != 0:
+            raise RuntimeError(f"fill_ only supports 0-dimension value tensor but got tensor with "
+                               f"{value.ndim} dimensions.")
+        if value._rg and _gstate.enabled:
+            return commit_inplace(self, value.to(self._dtype).expand(*self._data.shape))
+        value = value.item()
+    if isinstance(value, float) and self._dtype.category != 2 and value != int(value):
+        raise RuntimeError(f"value cannot be converted to type {self._dtype.name} without overflow")
+    return commit_inplace(self, _full_like(self, value))
+
+
+def zero_(self):
+    return fill_(self, 0)
+
+
+def copy_(self, src, non_blocking=False):
+    """Copy src's values (broadcast, converted to self's dtype and device) into self."""
+    check_inplace(self)
+    if not isinstance(src, Tensor):
+        raise TypeError(f"copy_(): argument 'src' must be Tensor, not {type(src).__name__}")
+    v = src.to(device=self._dev, dtype=self._dtype)
+    shape = self._data.shape
+    if tuple(v.shape) != shape:
+        if broadcast_shapes(shape, v._data.shape) != shape:
+            raise RuntimeError(f"output with shape {list(shape)} doesn't match the broadcast shape "
+                               f"{list(broadcast_shapes(shape, v._data.shape))}")
+        v = v.expand(*shape)
+    return commit_inplace(self, v)
+
+
 # -- in-place variants -------------------------------------------------------------------------------
 def _inplace(fn, kname=None, float_result=False):
     def op_(self, *args, **kwargs):
@@ -583,6 +617,7 @@ def _attach():
                  "greater_equal", "not_equal", "equal"):
         setattr(T, name, globals()[name])
     T.where = lambda self, condition, other: where(condition, self, other)
+    T.fill_, T.zero_, T.copy_ = fill_, zero_, copy_
     T.multiply, T.subtract, T.divide, T.true_divide = mul, sub, div, div
     # operators
     T.__add__ = _fast_binary("add", add)
