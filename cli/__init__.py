@@ -1,6 +1,6 @@
-"""The `tensorplug` command line (typer)."""
+"""The `tensorplug` command line (typer): `tensorplug ...` or `python -m tensorplug ...`."""
 
 
 def main():
     from .app import app
-    app()
+    app(prog_name="tensorplug")

@@ -1,33 +1,88 @@
-"""typer app: `tensorplug backends list`, `tensorplug demo`."""
+"""typer app: `tensorplug backends list [--json]`, `tensorplug demo`."""
 from __future__ import annotations
+
+import json
 
 import typer
 
-app = typer.Typer(help="tensorplug: list and check backends, run the demo.", no_args_is_help=True)
+app = typer.Typer(help="tensorplug: list and check backends, run the demo.", no_args_is_help=True,
+                  add_completion=False)
 backends_app = typer.Typer(help="Inspect compute and communication backends.", no_args_is_help=True)
 app.add_typer(backends_app, name="backends")
 
+COLUMNS = ("name", "kind", "device", "version", "origin", "status", "selected")
 
-@backends_app.command("list")
-def list_backends():
-    """List registered backends with their device type, origin and availability."""
+
+def backend_rows() -> tuple[list[dict], list[dict]]:
+    """One dict per registered backend, and one per plugin that failed to load or register."""
     from tensorplug.dispatch import registry
     registry.ensure_loaded()
+    configured = registry.settings()
+    usable = {b.device_type for b in registry.compute.values() if b.is_available()[0]}
+    rows = []
     for b in [*registry.compute.values(), *registry.communication.values()]:
         ok, reason = b.is_available()
-        typer.echo(f"{b.name:10} {b.kind:14} {b.device_type:6} {registry.origin.get(b.name, '?'):28} "
-                   f"{'available' if ok else 'unavailable: ' + reason}")
-    for p in registry.plugins:
-        if p.error:
-            typer.echo(f"{p.name:10} {'broken plugin':14} {'-':6} {p.origin:28} error: {p.error}")
+        row = {"name": b.name, "kind": b.kind, "device": b.device_type, "version": str(b.version),
+               "origin": registry.origin.get(b.name, "?"), "available": bool(ok), "reason": reason or None,
+               "selected": None, "selected_by": None, "selection_error": None}
+        if b.kind == "compute":
+            try:
+                chosen = registry.backend_for(b.device_type)
+            except RuntimeError as e:
+                row["selected"] = False
+                # worth a line when configuration is at fault, not when the device is simply absent
+                if b.device_type in configured or b.device_type in usable:
+                    row["selection_error"] = str(e)
+            else:
+                row["selected"] = chosen is b
+                row["selected_by"] = registry.selection_reason(b.device_type) if chosen is b else None
+        rows.append(row)
+    broken = [{"plugin": p.name, "origin": p.origin, "error": p.error} for p in registry.plugins if p.error]
+    return rows, broken
+
+
+def _cells(row: dict) -> list[str]:
+    status = "available" if row["available"] else f"unavailable: {row['reason']}"
+    if row["selected"] is None:
+        selected = "-"
+    elif row["selected"]:
+        selected = f"yes ({row['selected_by']})"
+    else:
+        selected = "no"
+    return [row["name"], row["kind"], row["device"], row["version"], row["origin"], status, selected]
+
+
+def _table(rows: list[list[str]]) -> str:
+    header = [c.upper() for c in COLUMNS]
+    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
+    return "\n".join("  ".join(cell.ljust(w) for cell, w in zip(r, widths)).rstrip() for r in [header, *rows])
+
+
+@backends_app.command("list")
+def list_backends(as_json: bool = typer.Option(False, "--json", help="Print JSON instead of a table.")):
+    """List registered backends: kind, device type, version, origin, availability, selection."""
+    rows, broken = backend_rows()
+    if as_json:
+        typer.echo(json.dumps({"backends": rows, "plugin_errors": broken}, indent=2))
+        return
+    typer.echo(_table([_cells(r) for r in rows]))
+    errors = sorted({r["selection_error"] for r in rows if r["selection_error"]})
+    for e in errors:
+        typer.echo(f"selection error: {e}")
+    for p in broken:
+        typer.echo(f"broken plugin {p['plugin']!r} ({p['origin']}): {p['error']}")
 
 
 @app.command()
 def demo():
-    """Print the backends and run a small computation."""
+    """Print the backends and run a small computation with gradients."""
     import tensorplug as torch
-    list_backends()
+    list_backends(as_json=False)
+    typer.echo("")
     x = torch.tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)
-    y = (x @ x).sum() if hasattr(torch, "matmul") else (x * x).sum()
+    try:
+        y = (x @ x).sum()           # matmul arrives with the linear-algebra ops
+    except (AttributeError, TypeError, NotImplementedError):
+        y = (x * x).sum()
     y.backward()
     typer.echo(f"x = {x}\ny = {y}\ndy/dx = {x.grad}")

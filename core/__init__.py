@@ -15,6 +15,7 @@ from .dtypes import (bool_ as bool, float16, float32, float64, get_default_dtype
                      int32, int64, promote_types, result_type, set_default_dtype, uint8)
 from .dtypes import dtype  # noqa: E402
 from .tensor import Size, Tensor  # noqa: E402
+from ._formatting import set_printoptions  # noqa: E402
 from . import ops  # noqa: E402,F401  (attaches Tensor methods)
 from .ops._api import *  # noqa: E402,F401,F403
 
@@ -24,7 +25,7 @@ short, int, long = int16, int32, int64
 from .dispatch import registry as _registry  # noqa: E402
 
 
-_LAZY_MODULES = ("backends", "dispatch", "testing")
+_LAZY_MODULES = ("backends", "dispatch", "testing", "linalg", "nn")
 
 
 def __getattr__(name):

@@ -7,6 +7,15 @@ class CudaBackend(Backend):
     device_type = "cuda"
     priority = 0
 
+    @property
+    def version(self):
+        """CuPy's version, or "-" where CuPy is not installed."""
+        try:
+            import cupy
+        except Exception:
+            return "-"
+        return cupy.__version__
+
     def is_available(self):
         try:
             import cupy  # noqa: F401

@@ -5,6 +5,15 @@ from tensorplug.dispatch import CommunicationBackend, hookimpl
 class MpiBackend(CommunicationBackend):
     name = "mpi"
 
+    @property
+    def version(self):
+        """mpi4py's version, or "-" where mpi4py is not installed."""
+        try:
+            import mpi4py
+        except Exception:
+            return "-"
+        return mpi4py.__version__
+
     def is_available(self):
         try:
             import mpi4py  # noqa: F401

@@ -50,7 +50,8 @@ _erf_ufunc = np.frompyfunc(__import__("math").erf, 1, 1)
 
 def _erf(x, out=None):
     # NumPy has no erf; math.erf per element is exact to the last ulp (and slow, ~0.1 us each).
-    r = _erf_ufunc(x).astype(x.dtype) if isinstance(x, ndarray) else np.asarray(_erf_ufunc(x))
+    r = np.asarray(_erf_ufunc(x), dtype=object).astype(x.dtype) if isinstance(x, ndarray) \
+        else np.asarray(_erf_ufunc(x))
     if out is not None:
         out[...] = r
         return out
@@ -113,6 +114,15 @@ def pad(x, widths, mode, value=0):
     if np_mode is None:
         raise ValueError(f"unknown padding mode {mode!r}")
     return np.pad(x, widths, mode=np_mode)
+
+
+def astype(x, dtype):
+    if x.dtype.kind == "f" and dtype != x.dtype.name:
+        # NaN/inf/out-of-range floats cast as PyTorch does (inf on float overflow, unspecified
+        # integers), without NumPy's "invalid value / overflow encountered in cast" warnings
+        with np.errstate(invalid="ignore", over="ignore"):
+            return x.astype(dtype)
+    return x.astype(dtype)
 
 
 def assign(dst, src):
@@ -202,7 +212,7 @@ def build() -> dict:
         to_numpy=lambda x: x,
         full=lambda shape, value, dtype: np.full(shape, value, dtype=dtype),
         arange=lambda start, stop, step, dtype: np.arange(start, stop, step, dtype=dtype),
-        astype=lambda x, dtype: x.astype(dtype),
+        astype=astype,
         copy=lambda x: np.array(x, order="C", copy=True),
         assign=assign,
         rng_new=lambda seed: np.random.Generator(np.random.PCG64(seed)),
@@ -217,7 +227,7 @@ def build() -> dict:
         reshape=lambda x, shape: x.reshape(shape),
         permute=lambda x, axes: x.transpose(axes),
         broadcast_to=lambda x, shape: np.broadcast_to(x, shape),
-        slice=lambda x, key: x[key],
+        slice=lambda x, key: x[key + (Ellipsis,)] if Ellipsis not in key else x[key],  # always a view
         diagonal=lambda x, offset, a1, a2: np.diagonal(x, offset, a1, a2),
         flip=lambda x, axes: np.flip(x, axes),
         concat=lambda xs, axis: np.concatenate(xs, axis=axis),
@@ -231,4 +241,7 @@ def build() -> dict:
         inv=inv, solve=solve,
         softmax=softmax, log_softmax=log_softmax, clip=clip,
     )
+    from . import conv, norm
+    k.update(conv.build())
+    k.update(norm.build())
     return k

@@ -1,4 +1,13 @@
-"""The backward engine: runs graph nodes in dependency order without recursion."""
+"""The backward engine: runs graph nodes in dependency order without recursion.
+
+`run_backward` walks the graph once to count, for every node, how many edges point at
+it; then it runs nodes whose count has dropped to zero (a node runs only after every
+node that feeds it a gradient). Each node's incoming gradients are summed in a buffer,
+passed through tensor hooks, and given to the node's `vjp`. Unless the graph is
+retained, a node's `vjp` and saved tensors are dropped as soon as it has run.
+With `create_graph=True` grad mode stays on while vjps run, so the backward pass is
+itself recorded and can be differentiated again.
+"""
 from __future__ import annotations
 
 from . import grad_mode
@@ -13,10 +22,18 @@ _FREED = ("Trying to backward through the graph a second time (or directly acces
           "calling backward.")
 
 
-def _collect(roots):
-    """Every node reachable from `roots`: how many edges point at each, and who points at it."""
+class _Anomaly:
+    enabled = False
+
+
+anomaly = _Anomaly()
+
+
+def _collect(roots, want_parents):
+    """Every node reachable from `roots`: how many edges point at each, and (if wanted) who
+    points at it."""
     deps = {n: 0 for n in roots}
-    parents = {}
+    parents = {} if want_parents else None
     stack = list(deps)
     while stack:
         node = stack.pop()
@@ -29,7 +46,12 @@ def _collect(roots):
             else:
                 deps[child] = 1
                 stack.append(child)
-            parents.setdefault(child, []).append(node)
+            if want_parents:
+                p = parents.get(child)
+                if p is None:
+                    parents[child] = [node]
+                else:
+                    p.append(node)
     return deps, parents
 
 
@@ -40,38 +62,51 @@ def _check_saved(node):
             if t._version != v:
                 raise RuntimeError(
                     f"one of the variables needed for gradient computation has been modified by an "
-                    f"inplace operation: [{t._dtype.name} tensor of shape {list(t.shape)}] is at version "
-                    f"{t._version}; expected version {v} instead. The saved tensor belongs to "
-                    f"{node._name}. Hint: the operation that modified it in place came after it was saved.")
+                    f"inplace operation: [{t._dtype.name} tensor of shape {list(t.shape)}], saved by "
+                    f"{node._name}, is at version {t._version}; expected version {v} instead. Hint: "
+                    f"an in-place operation after the forward pass changed a tensor that {node._name} "
+                    f"needs; use an out-of-place op (or .clone()) there.")
 
 
 def _add(a, b):
     return b if a is None else (a if b is None else a + b)
 
 
-def run_backward(outputs, grad_outputs, retain_graph, create_graph, targets=None, allow_unused=False):
-    """Backpropagate from `outputs`. With `targets` (a list of tensors) return their gradients
-    instead of accumulating into `.grad` of leaves."""
+def _root_grad(i, out, g):
     from ..tensor import Tensor
-    roots, root_grads = [], []
-    for out, g in zip(outputs, grad_outputs):
-        if not out._rg:
-            raise RuntimeError("element 0 of tensors does not require grad and does not have a grad_fn")
-        if g is None:
-            if out.numel() != 1:
-                raise RuntimeError("grad can be implicitly created only for scalar outputs; pass "
-                                   f"gradient= with shape {list(out.shape)}")
-            g = out._ones_like_nograd()
-        elif not isinstance(g, Tensor):
-            g = out._new_like_data(g)
-        elif tuple(g.shape) != tuple(out.shape):
-            raise RuntimeError(f"Mismatch in shape: grad_output has a shape of {list(g.shape)} and output "
-                               f"has a shape of {list(out.shape)}")
-        e = edge_of(out)
-        roots.append(e)
-        root_grads.append(g)
+    if not out._rg:
+        raise RuntimeError(f"element {i} of tensors does not require grad and does not have a grad_fn")
+    if g is None:
+        if out.numel() != 1:
+            raise RuntimeError("grad can be implicitly created only for scalar outputs; pass "
+                               f"gradient= with shape {list(out.shape)}")
+        return out._ones_like_nograd()
+    if not isinstance(g, Tensor):
+        g = out._new_like_data(g)
+    if tuple(g.shape) != tuple(out.shape):
+        raise RuntimeError(f"Mismatch in shape: grad_output[{i}] has a shape of {list(g.shape)} and "
+                           f"output[{i}] has a shape of {list(out.shape)}.")
+    if g._dtype is not out._dtype:
+        if g._dtype.is_floating_point != out._dtype.is_floating_point:
+            raise RuntimeError(f"For grad_output[{i}]: expected a {out._dtype.name} gradient, got "
+                               f"{g._dtype.name}")
+        g = g.to(out._dtype)
+    return g
 
-    deps, parents = _collect([e[0] for e in roots])
+
+def run_backward(outputs, grad_outputs, retain_graph, create_graph, targets=None, allow_unused=False):
+    """Backpropagate from `outputs`.
+
+    Without `targets`, gradients are accumulated into `.grad` of the leaves reached.
+    With `targets` (a list of tensors) nothing is accumulated: only the nodes that lead to a
+    target run, and the gradients arriving at the targets are returned (a tuple, None where a
+    target was not reached; an error for that unless allow_unused)."""
+    roots, root_grads = [], []
+    for i, (out, g) in enumerate(zip(outputs, grad_outputs)):
+        root_grads.append(_root_grad(i, out, g))
+        roots.append(edge_of(out))
+
+    deps, parents = _collect([e[0] for e in roots], targets is not None)
     buffers = {}
     for (node, nr), g in zip(roots, root_grads):
         buf = buffers.get(node)
@@ -79,15 +114,15 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, targets=None
             buf = buffers[node] = [None] * node.n_out
         buf[nr] = _add(buf[nr], g)
 
-    capture = None
+    capture = needed = None
     if targets is not None:
         capture = {}
         for i, t in enumerate(targets):
             e = edge_of(t)
             if e is None:
                 raise RuntimeError(f"One of the differentiated Tensors (index {i}) does not require grad")
-            capture.setdefault((e[0], e[1]), []).append(i)
-        needed = _needed_nodes(parents, {k[0] for k in capture})
+            capture.setdefault(e, []).append(i)
+        needed = _ancestors(parents, {k[0] for k in capture})
     results = [None] * (len(targets) if targets is not None else 0)
 
     prev = _state.enabled
@@ -97,55 +132,113 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, targets=None
         while ready:
             node = ready.pop()
             grads = buffers.pop(node, None)
+            in_grads = None
             if grads is not None:
-                grads = _run_tensor_hooks(node, grads)
-            if capture is not None and grads is not None:
-                for nr, g in enumerate(grads):
-                    for i in capture.get((node, nr), ()):
-                        results[i] = g
-            if isinstance(node, AccumulateGrad):
-                if capture is None and grads is not None and grads[0] is not None:
-                    _accumulate(node.variable, grads[0], create_graph)
-                continue
-            if grads is not None and (capture is None or node in needed) and any(g is not None for g in grads):
-                in_grads = _call(node, grads, retain_graph)
-                if node.hooks:
-                    for h in node.hooks:
-                        h(in_grads, tuple(grads))
-                for e, g in zip(node.edges, in_grads):
-                    if e is None or g is None:
-                        continue
-                    child, nr = e
-                    buf = buffers.get(child)
-                    if buf is None:
-                        buf = buffers[child] = [None] * child.n_out
-                    buf[nr] = _add(buf[nr], g)
-            elif not retain_graph and node.vjp is not None and grads is not None:
-                node.vjp = None
-                node.saved = None
-            for e in node.edges:
+                if node.tensor_hooks or node.retain_hooks:
+                    grads = _run_tensor_hooks(node, grads)
+                if node.__class__ is AccumulateGrad:
+                    var = node.variable
+                    g = grads[0]
+                    if g is not None and var._hooks:
+                        g = _run_hooks(var._hooks, g)
+                    if capture is None:
+                        if g is not None:
+                            _accumulate(var, g, create_graph)
+                    else:
+                        for i in capture.get((node, 0), ()):
+                            results[i] = g
+                    continue
+                if capture is not None:
+                    for nr, g in enumerate(grads):
+                        for i in capture.get((node, nr), ()):
+                            results[i] = g
+                if needed is None or node in needed:
+                    in_grads = _run_node(node, grads, retain_graph)
+            # one pass over the edges: hand gradients down, release children that are complete
+            for k, e in enumerate(node.edges):
                 if e is None:
                     continue
                 child = e[0]
-                deps[child] -= 1
-                if deps[child] == 0:
+                if in_grads is not None:
+                    g = in_grads[k]
+                    if g is not None:
+                        buf = buffers.get(child)
+                        if buf is None:
+                            buf = buffers[child] = [None] * child.n_out
+                        nr = e[1]
+                        b = buf[nr]
+                        buf[nr] = g if b is None else b + g
+                d = deps[child] - 1
+                deps[child] = d
+                if d == 0:
                     ready.append(child)
     finally:
         _state.enabled = prev
 
     if targets is not None:
-        for i, r in enumerate(results):
-            if r is None and not allow_unused:
-                raise RuntimeError(f"One of the differentiated Tensors (index {i}) appears to not have "
-                                   "been used in the graph. Set allow_unused=True if this is the "
-                                   "desired behavior.")
+        if not allow_unused:
+            for i, r in enumerate(results):
+                if r is None:
+                    raise RuntimeError(f"One of the differentiated Tensors (index {i}) appears to not have "
+                                       "been used in the graph. Set allow_unused=True if this is the "
+                                       "desired behavior.")
         return tuple(results)
     return None
 
 
-def _needed_nodes(parents, target_nodes):
-    """Nodes from which some target is reachable (only these run in autograd.grad)."""
-    needed = set(target_nodes)
+def _run_node(node, grads, retain_graph):
+    """Run one node's vjp on its output gradients; the input gradients (one per edge), or None
+    when no gradient arrived."""
+    if node.pre_hooks:
+        for h in list(node.pre_hooks):
+            r = h(tuple(grads))
+            if r is not None:
+                grads = list(r)
+    vjp = node.vjp
+    if node.n_out == 1:
+        g0 = grads[0]
+        if g0 is None:
+            return None
+        if vjp is None:
+            raise RuntimeError(_FREED)
+        if node.saved:
+            _check_saved(node)
+        out = vjp(g0)
+    else:
+        if all(g is None for g in grads):
+            return None
+        if vjp is None:
+            raise RuntimeError(_FREED)
+        if node.saved:
+            _check_saved(node)
+        if node.materialize:
+            from ..ops.creation import zeros
+            grads = [g if g is not None else zeros(shape, dtype=dt, device=dev)
+                     for g, (shape, dt, dev) in zip(grads, node.out_meta)]
+        out = vjp(list(grads))
+    if not retain_graph:
+        node.vjp = None
+        node.saved = None
+    if out.__class__ is not tuple:
+        out = tuple(out) if isinstance(out, list) else (out,)
+    if len(out) != len(node.edges):
+        raise RuntimeError(f"function {node._name} returned an incorrect number of gradients "
+                           f"(expected {len(node.edges)}, got {len(out)})")
+    if anomaly.enabled:
+        _check_nan(node, out)
+    if node.hooks:
+        for h in list(node.hooks):
+            r = h(out, tuple(grads))
+            if r is not None:
+                out = tuple(r)
+    return out
+
+
+def _ancestors(parents, target_nodes):
+    """Nodes from which some target node is reachable through at least one edge: the only
+    nodes that must run in autograd.grad (a target's own node runs only if it leads to
+    another target)."""
+    needed = set()
     stack = list(target_nodes)
     while stack:
         for p in parents.get(stack.pop(), ()):
@@ -155,50 +248,32 @@ def _needed_nodes(parents, target_nodes):
     return needed
 
 
+def _run_hooks(hooks, g):
+    for h in list(hooks):
+        r = h(g)
+        if r is not None:
+            g = r
+    return g
+
+
 def _run_tensor_hooks(node, grads):
-    hooks = node.tensor_hooks
-    if not hooks:
-        return grads
     grads = list(grads)
-    for nr, lst in hooks.items():
-        if grads[nr] is None:
-            continue
-        for h in list(lst):
-            r = h(grads[nr])
-            if r is not None:
-                grads[nr] = r
+    for table in (node.tensor_hooks, node.retain_hooks):      # retain_grad's hooks see the final grad
+        if table:
+            for nr, lst in table.items():
+                if grads[nr] is not None and lst:
+                    grads[nr] = _run_hooks(lst, grads[nr])
     return grads
 
 
-def _call(node, grads, retain_graph):
-    vjp = node.vjp
-    if vjp is None:
-        raise RuntimeError(_FREED)
-    _check_saved(node)
-    if node.n_out == 1:
-        out = vjp(grads[0])
-    else:
-        from ..ops.creation import zeros
-        full = [g if g is not None else zeros(shape, dtype=dt, device=dev)
-                for g, (shape, dt, dev) in zip(grads, node.out_meta)]
-        out = vjp(full)
-    if not retain_graph:
-        node.vjp = None
-        node.saved = None
-    if not isinstance(out, (tuple, list)):
-        out = (out,)
-    if len(out) != len(node.edges):
-        raise RuntimeError(f"function {node._name} returned an incorrect number of gradients "
-                           f"(expected {len(node.edges)}, got {len(out)})")
-    return out
+def _check_nan(node, out):
+    for i, g in enumerate(out):
+        if g is not None and g._dtype.is_floating_point and bool(g.isnan().any()):
+            raise RuntimeError(f"Function '{node._name}' returned nan values in its {i}th output.")
 
 
 def _accumulate(var, g, create_graph):
-    if var._hooks:
-        for h in list(var._hooks):
-            r = h(g)
-            if r is not None:
-                g = r
+    """Add gradient g into leaf (or `inputs=`) tensor var's `.grad`; hooks have already run."""
     if tuple(g.shape) != tuple(var.shape):
         raise RuntimeError(f"gradient of shape {list(g.shape)} does not match the shape "
                            f"{list(var.shape)} of the tensor it is accumulated into")

@@ -1,33 +1,40 @@
 """gradcheck / gradgradcheck: compare autograd's Jacobians with central finite differences.
 
 Inputs that require grad should be float64 (finite differences in float32 are too coarse).
+Inputs that are not tensors, or tensors that don't require grad (integer index tensors,
+masks, constants), are passed through to `func` unchanged. Only floating-point outputs
+are compared; a function may return one tensor or a tuple (other values are ignored).
+
+    >>> gradcheck(lambda x, y: (x * y).sin(), (x64, y64))        # True, or GradcheckError
 """
 from __future__ import annotations
+
+import warnings
 
 import numpy as np
 
 
 class GradcheckError(RuntimeError):
-    pass
+    """Raised by gradcheck / gradgradcheck when autograd disagrees with finite differences."""
 
 
-def _tensors(xs):
+def _is_tensor(x):
     from ..tensor import Tensor
-    return [x for x in xs if isinstance(x, Tensor)]
+    return isinstance(x, Tensor)
 
 
-def _flat_outputs(out):
-    from ..tensor import Tensor
-    if isinstance(out, Tensor):
-        return [out]
-    return [o for o in out if isinstance(o, Tensor)]
+def _diff_outputs(out):
+    """The floating-point tensor outputs of func, in order."""
+    outs = [out] if _is_tensor(out) else [o for o in out if _is_tensor(o)] \
+        if isinstance(out, (tuple, list)) else []
+    return [o for o in outs if o.dtype.is_floating_point]
 
 
 def _host(t):
     return np.array(t.detach()._host(), dtype=np.float64, copy=True)
 
 
-def _rebuilt(inputs, i, arr):
+def _with_value(inputs, i, arr):
     from ..ops.creation import tensor
     x = inputs[i]
     new = list(inputs)
@@ -35,105 +42,143 @@ def _rebuilt(inputs, i, arr):
     return new
 
 
+def _diff_inputs(inputs):
+    return [i for i, x in enumerate(inputs) if _is_tensor(x) and x.requires_grad]
+
+
 def numerical_jacobian(func, inputs, eps=1e-6):
-    """J[i] of shape (numel of all outputs, numel of input i), for inputs that require grad."""
-    from ..tensor import Tensor
+    """Per input: J of shape (total numel of the float outputs, numel of the input), or None for
+    inputs that don't require grad. Central differences, computed in float64 on the host."""
+    n_out = sum(o.numel() for o in _diff_outputs(func(*inputs)))
     jac = []
     for i, x in enumerate(inputs):
-        if not (isinstance(x, Tensor) and x.requires_grad):
+        if not (_is_tensor(x) and x.requires_grad):
             jac.append(None)
             continue
         base = _host(x)
-        cols = []
+        J = np.zeros((n_out, base.size))
         for j in range(base.size):
             vals = []
             for sign in (1, -1):
                 arr = base.copy()
                 arr.reshape(-1)[j] += sign * eps
                 # grad mode stays on: func may itself differentiate (gradgradcheck)
-                outs = _flat_outputs(func(*_rebuilt(inputs, i, arr)))
+                outs = _diff_outputs(func(*_with_value(inputs, i, arr)))
                 vals.append(np.concatenate([_host(o).reshape(-1) for o in outs]) if outs else np.zeros(0))
-            cols.append((vals[0] - vals[1]) / (2 * eps))
-        n_out = sum(o.numel() for o in _flat_outputs(func(*inputs)))
-        jac.append(np.stack(cols, axis=1) if cols else np.zeros((n_out, 0)))
+            J[:, j] = (vals[0] - vals[1]) / (2 * eps)
+        jac.append(J)
     return jac
 
 
 def analytical_jacobian(func, inputs):
+    """Per input: the Jacobian autograd computes (one vjp per output element), or None."""
     from . import grad as autograd_grad
-    from ..tensor import Tensor
-    diff = [x for x in inputs if isinstance(x, Tensor) and x.requires_grad]
-    outs = _flat_outputs(func(*inputs))
+    from ..ops.creation import tensor
+    idx = _diff_inputs(inputs)
+    diff = [inputs[i] for i in idx]
+    outs = _diff_outputs(func(*inputs))
     rows = []
-    for o in outs:
+    for k, o in enumerate(outs):
         if not o.requires_grad:
             rows.extend([[np.zeros(x.numel()) for x in diff]] * o.numel())
             continue
         for j in range(o.numel()):
             flat = np.zeros(o.numel())
             flat[j] = 1
-            from ..ops.creation import tensor
             g = tensor(flat.reshape(tuple(o.shape)), dtype=o.dtype, device=o.device)
             grads = autograd_grad([o], diff, grad_outputs=[g], retain_graph=True, allow_unused=True)
-            rows.append([_host(gr).reshape(-1) if gr is not None else np.zeros(x.numel())
-                         for gr, x in zip(grads, diff)])
-    jac, k = [], 0
+            row = []
+            for gr, x, i in zip(grads, diff, idx):
+                if gr is None:
+                    row.append(np.zeros(x.numel()))
+                    continue
+                if tuple(gr.shape) != tuple(x.shape):
+                    raise GradcheckError(f"Gradient of output {k} with respect to input {i} has shape "
+                                         f"{list(gr.shape)}, expected {list(x.shape)}")
+                if gr.dtype is not x.dtype:
+                    raise GradcheckError(f"Gradient of output {k} with respect to input {i} has dtype "
+                                         f"{gr.dtype.name}, expected {x.dtype.name}")
+                row.append(_host(gr).reshape(-1))
+            rows.append(row)
+    jac, n = [], 0
     for x in inputs:
-        if isinstance(x, Tensor) and x.requires_grad:
-            jac.append(np.stack([r[k] for r in rows], axis=0) if rows else np.zeros((0, x.numel())))
-            k += 1
+        if _is_tensor(x) and x.requires_grad:
+            jac.append(np.stack([r[n] for r in rows], axis=0) if rows else np.zeros((0, x.numel())))
+            n += 1
         else:
             jac.append(None)
     return jac
 
 
+def _fail(msg, raise_exception):
+    if raise_exception:
+        raise GradcheckError(msg)
+    return False
+
+
 def gradcheck(func, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=True, **_ignored):
-    """True if autograd's gradients of func at inputs match finite differences."""
-    from ..tensor import Tensor
-    inputs = (inputs,) if isinstance(inputs, Tensor) else tuple(inputs)
-    for x in _tensors(inputs):
-        if x.requires_grad and x.dtype.name != "float64":
-            import warnings
-            warnings.warn(f"gradcheck: input of dtype {x.dtype.name} is not float64; finite differences "
-                          "will be imprecise", stacklevel=2)
+    """True if autograd's gradients of func at inputs match central finite differences.
+
+    On a mismatch raises GradcheckError naming the output and input (or returns False when
+    raise_exception=False)."""
+    inputs = (inputs,) if _is_tensor(inputs) else tuple(inputs)
+    idx = _diff_inputs(inputs)
+    if not idx:
+        raise ValueError("gradcheck expects at least one input tensor to require gradient, but none "
+                         "of the them have requires_grad=True.")
+    for i in idx:
+        if inputs[i].dtype.name != "float64":
+            warnings.warn(f"gradcheck: input {i} requires grad and is of dtype {inputs[i].dtype.name}, not "
+                          "float64; finite differences will be imprecise", stacklevel=2)
+    sizes = [o.numel() for o in _diff_outputs(func(*inputs))]
     num = numerical_jacobian(func, inputs, eps)
     ana = analytical_jacobian(func, inputs)
+    bounds = np.cumsum([0] + sizes)
     for i, (n, a) in enumerate(zip(num, ana)):
         if n is None:
             continue
-        if n.shape != a.shape or not np.allclose(a, n, atol=atol, rtol=rtol, equal_nan=False):
-            diff = np.abs(a - n).max() if n.shape == a.shape else "shape mismatch"
-            msg = (f"Jacobian mismatch for output 0 with respect to input {i},\n"
-                   f"numerical:{n}\nanalytical:{a}\nmax abs difference: {diff}")
-            if raise_exception:
-                raise GradcheckError(msg)
-            return False
+        if n.shape != a.shape:
+            return _fail(f"Jacobian shape mismatch for input {i}: numerical {n.shape}, analytical "
+                         f"{a.shape}", raise_exception)
+        for k in range(len(sizes)):
+            nk, ak = n[bounds[k]:bounds[k + 1]], a[bounds[k]:bounds[k + 1]]
+            if not np.allclose(ak, nk, atol=atol, rtol=rtol):
+                return _fail(f"Jacobian mismatch for output {k} with respect to input {i},\n"
+                             f"numerical:{nk}\nanalytical:{ak}\n"
+                             f"max abs difference: {np.abs(ak - nk).max()}", raise_exception)
     return True
 
 
 def gradgradcheck(func, inputs, grad_outputs=None, *, eps=1e-6, atol=1e-5, rtol=1e-3,
                   gen_non_contig_grad_outputs=False, raise_exception=True, **_ignored):
-    """True if second derivatives of func (through create_graph=True) match finite differences."""
+    """True if second derivatives of func (through create_graph=True) match finite differences.
+
+    Checks the Jacobian of (inputs, grad_outputs) -> vjp(func at inputs, grad_outputs) against
+    finite differences; grad_outputs default to random float values (fixed seed)."""
     from . import grad as autograd_grad
-    from ..ops.random import randn
-    from ..tensor import Tensor
-    inputs = (inputs,) if isinstance(inputs, Tensor) else tuple(inputs)
-    outs = _flat_outputs(func(*inputs))
+    from ..ops.creation import tensor, zeros_like
+    inputs = (inputs,) if _is_tensor(inputs) else tuple(inputs)
+    outs = _diff_outputs(func(*inputs))
     if grad_outputs is None:
-        grad_outputs = tuple(randn(*o.shape, dtype=o.dtype, device=o.device, requires_grad=True) for o in outs)
+        rng = np.random.default_rng(0)
+        grad_outputs = tuple(tensor(rng.standard_normal(tuple(o.shape)), dtype=o.dtype, device=o.device,
+                                    requires_grad=True) for o in outs)
     else:
-        grad_outputs = (grad_outputs,) if isinstance(grad_outputs, Tensor) else tuple(grad_outputs)
+        grad_outputs = (grad_outputs,) if _is_tensor(grad_outputs) else tuple(grad_outputs)
+    if len(grad_outputs) != len(outs):
+        raise ValueError(f"gradgradcheck: {len(grad_outputs)} grad_outputs for {len(outs)} outputs")
     n_in = len(inputs)
-    diff_idx = [i for i, x in enumerate(inputs) if isinstance(x, Tensor) and x.requires_grad]
+    diff_idx = _diff_inputs(inputs)
 
     def first_grads(*args):
         xs, gos = args[:n_in], args[n_in:]
-        outs = [o for o in _flat_outputs(func(*xs)) if o.requires_grad]
-        gos = [g for g, o in zip(gos, _flat_outputs(func(*xs))) if o.requires_grad]
-        grads = autograd_grad(outs, [xs[i] for i in diff_idx], grad_outputs=gos, create_graph=True,
-                              allow_unused=True)
-        from ..ops.creation import zeros_like
-        return tuple(g if g is not None else zeros_like(xs[i]) * 0 for g, i in zip(grads, diff_idx))
+        pairs = [(o, g) for o, g in zip(_diff_outputs(func(*xs)), gos) if o.requires_grad]
+        wrt = [xs[i] for i in diff_idx]
+        if not pairs:
+            return tuple(zeros_like(x) for x in wrt)
+        grads = autograd_grad([o for o, _ in pairs], wrt, grad_outputs=[g for _, g in pairs],
+                              create_graph=True, allow_unused=True)
+        return tuple(g if g is not None else zeros_like(x) for g, x in zip(grads, wrt))
 
     return gradcheck(first_grads, tuple(inputs) + tuple(grad_outputs), eps=eps, atol=atol, rtol=rtol,
                      raise_exception=raise_exception)

@@ -4,6 +4,9 @@ An op that sees an input requiring grad (with grad mode on) calls `record`, whic
 attaches a `Node` to its output. A node holds the op's vector-Jacobian product
 `vjp(grad) -> grads per input`, written with frontend Tensor ops, so running it with
 grad mode on records the backward computation itself (higher-order gradients).
+
+The engine (`engine.py`) drops `vjp` and `saved` as soon as a node has run (unless the
+graph is retained), which frees the tensors the backward rule captured.
 """
 from __future__ import annotations
 
@@ -15,20 +18,27 @@ _state = grad_mode.state
 
 
 class Node:
-    """A recorded op. `next_functions` mirrors PyTorch's: ((node, output_nr) | (None, 0), ...)."""
+    """A recorded op. `next_functions` mirrors PyTorch's: ((node, output_nr) | (None, 0), ...).
+
+    `edges[i]` is where the gradient for input i goes; `n_out` is the number of
+    differentiable outputs; `materialize` (default True) makes the engine pass zeros,
+    not None, for outputs of a multi-output node that received no gradient."""
     __slots__ = ("_name", "vjp", "edges", "saved", "versions", "n_out", "out_meta", "tensor_hooks",
-                 "hooks", "__weakref__")
+                 "retain_hooks", "hooks", "pre_hooks", "materialize", "__weakref__")
 
     def __init__(self, name, vjp, edges, saved=(), n_out=1):
         self._name = name
         self.vjp = vjp
         self.edges = edges
         self.saved = saved
-        self.versions = tuple(t._version for t in saved) if saved else ()
+        self.versions = tuple([0 if t._ver is None else t._ver[0] for t in saved]) if saved else ()
         self.n_out = n_out
         self.out_meta = None
         self.tensor_hooks = None      # {output_nr: [hook(grad) -> grad | None]}
-        self.hooks = None             # [hook(grad_inputs, grad_outputs)] after this node ran
+        self.retain_hooks = None      # {output_nr: [hook]} run after tensor_hooks (retain_grad)
+        self.hooks = None             # [hook(grad_inputs, grad_outputs) -> grad_inputs | None]
+        self.pre_hooks = None         # [hook(grad_outputs) -> grad_outputs | None]
+        self.materialize = True
 
     def name(self) -> str:
         return self._name
@@ -38,16 +48,32 @@ class Node:
         return tuple(e if e is not None else (None, 0) for e in self.edges)
 
     def register_hook(self, fn):
-        """fn(grad_inputs, grad_outputs) called after this node computed its input gradients."""
+        """fn(grad_inputs, grad_outputs) runs after this node computed its input gradients;
+        returning a tuple replaces grad_inputs."""
         if self.hooks is None:
             self.hooks = []
         self.hooks.append(fn)
         return _RemovableHandle(self.hooks, fn)
 
-    def add_tensor_hook(self, output_nr, fn):
-        if self.tensor_hooks is None:
-            self.tensor_hooks = {}
-        lst = self.tensor_hooks.setdefault(output_nr, [])
+    def register_prehook(self, fn):
+        """fn(grad_outputs) runs before this node; returning a tuple replaces grad_outputs."""
+        if self.pre_hooks is None:
+            self.pre_hooks = []
+        self.pre_hooks.append(fn)
+        return _RemovableHandle(self.pre_hooks, fn)
+
+    def add_tensor_hook(self, output_nr, fn, retain=False):
+        """A hook on output `output_nr`'s gradient (Tensor.register_hook on a non-leaf).
+        `retain=True` (retain_grad's hook) runs after every ordinary hook, so the retained
+        gradient is the final one."""
+        if not retain and getattr(fn, "__qualname__", "") == "Tensor.retain_grad.<locals>.keep":
+            retain = True
+        attr = "retain_hooks" if retain else "tensor_hooks"
+        table = getattr(self, attr)
+        if table is None:
+            table = {}
+            setattr(self, attr, table)
+        lst = table.setdefault(output_nr, [])
         lst.append(fn)
         return _RemovableHandle(lst, fn)
 
@@ -80,6 +106,13 @@ class _RemovableHandle:
         except ValueError:
             pass
 
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.remove()
+        return False
+
 
 def edge_of(t):
     """Where a gradient for tensor `t` flows: (node, output_nr), or None if t needs none."""
@@ -105,11 +138,26 @@ def needs_grad(*tensors) -> bool:
     return False
 
 
+def _edge(t):
+    # edge_of with the common case (an op output) first
+    if not t._rg:
+        return None
+    fn = t.grad_fn
+    return (fn, t._out_nr) if fn is not None else edge_of(t)
+
+
+def _edges(inputs):
+    if len(inputs) == 1:
+        return (_edge(inputs[0]),)
+    return tuple([_edge(t) for t in inputs])
+
+
 def record(name, out, inputs, vjp, saved=()):
     """Attach a node computing `vjp(grad_out) -> (grad per input)` to `out` (one output)."""
-    node = Node(name, vjp, tuple(edge_of(t) for t in inputs), saved)
+    node = Node(name, vjp, _edges(inputs), saved)
     out.grad_fn = node
-    out._out_nr = 0
+    if out._out_nr:
+        out._out_nr = 0
     out._rg = True
     return out
 
@@ -117,7 +165,7 @@ def record(name, out, inputs, vjp, saved=()):
 def record_multi(name, outs, inputs, vjp, saved=()):
     """Like `record` for an op with several differentiable outputs; vjp gets a list of grads
     (zeros for outputs that received none)."""
-    node = Node(name, vjp, tuple(edge_of(t) for t in inputs), saved, n_out=len(outs))
+    node = Node(name, vjp, _edges(inputs), saved, n_out=len(outs))
     node.out_meta = [(o.shape, o._dtype, o.device) for o in outs]
     for i, o in enumerate(outs):
         o.grad_fn = node

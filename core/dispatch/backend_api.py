@@ -98,6 +98,18 @@ OPTIONAL: dict[str, str] = {
     "bernoulli": "bernoulli(state, p: float array) -> 0/1 in p's dtype, 1 with probability p",
 }
 
+# families of optional kernels kept in their own modules (conv/pool, normalization/embedding)
+OPTIONAL_FAMILIES = ("optional_conv", "optional_norm")
+
+
+def _merge_families():
+    import importlib
+    for fam in OPTIONAL_FAMILIES:
+        OPTIONAL.update(importlib.import_module(f"{__package__}.{fam}").OPTIONAL)
+
+
+_merge_families()
+
 
 class Backend:
     """Base class of compute backends. Subclasses set the attributes and `native_kernels`."""

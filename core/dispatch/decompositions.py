@@ -111,8 +111,20 @@ def _dt(K, x):
     return x.dtype.name if hasattr(x.dtype, "name") else str(x.dtype)
 
 
-DECOMPOSITIONS = {name: fn for name, fn in globals().items() if name in OPTIONAL}
-assert set(DECOMPOSITIONS) == set(OPTIONAL), set(OPTIONAL) - set(DECOMPOSITIONS)
+def _collect():
+    import importlib
+
+    from .backend_api import OPTIONAL_FAMILIES
+    found = {name: fn for name, fn in globals().items() if name in OPTIONAL}
+    for fam in OPTIONAL_FAMILIES:
+        mod = importlib.import_module(f"{__package__}.{fam}")
+        found.update({name: getattr(mod, name) for name in mod.OPTIONAL})
+    missing = set(OPTIONAL) - set(found)
+    assert not missing, f"optional kernels without a decomposition: {sorted(missing)}"
+    return found
+
+
+DECOMPOSITIONS = _collect()
 
 
 def complete_table(native: dict) -> dict:

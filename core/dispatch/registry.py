@@ -44,6 +44,7 @@ class Registry:
         self.origin: dict[str, str] = {}
         self._api_choices: dict[str, str] = {}
         self._selected: dict[str, Backend] = {}
+        self._why: dict[str, str] = {}          # device type -> what chose its backend
         self._loaded = False
         self._current: PluginRecord | None = None
 
@@ -109,25 +110,35 @@ class Registry:
                 raise
             return
         self._call_register(plugin, rec)
+        if rec.error:                   # skipped entirely: none of its hooks run later
+            self.pm.unregister(name=name)
 
     def register_plugin(self, plugin, name: str | None = None) -> PluginRecord:
-        """Register a plugin object or module at run time (as an entry point would)."""
+        """Register a plugin object or module at run time (as an entry point would).
+
+        Unlike discovery at start-up, an explicit registration that fails raises (and leaves
+        nothing registered): the caller asked for it and can act on the error."""
         self.ensure_loaded()
         name = name or getattr(plugin, "__name__", None) or repr(plugin)
+        if self.pm.get_plugin(name) is not None or any(r.name == name for r in self.plugins):
+            raise ValueError(f"a plugin named {name!r} is already registered")
+        self.pm.register(plugin, name=name)
         rec = PluginRecord(name, "runtime")
         self.plugins.append(rec)
-        self.pm.register(plugin, name=name)
-        self._call_register(plugin, rec)
+        try:
+            self._call_register(plugin, rec)
+        except BaseException:           # strict mode re-raised
+            self.unregister_plugin(name)
+            raise
+        if rec.error:
+            self.unregister_plugin(name)
+            raise RuntimeError(f"plugin {name!r} failed to register its backends: {rec.error}")
         return rec
 
     def unregister_plugin(self, name: str) -> None:
         """Remove a runtime plugin and the backends it registered (mainly for tests)."""
         for rec in [r for r in self.plugins if r.name == name]:
-            for b in rec.backends:
-                backend = self.compute.pop(b, None) or self.communication.pop(b, None)
-                if backend is not None:
-                    self._selected.pop(getattr(backend, "device_type", None), None)
-                self.origin.pop(b, None)
+            self._drop_backends(rec)
             self.plugins.remove(rec)
         if self.pm.get_plugin(name) is not None:
             self.pm.unregister(name=name)
@@ -141,10 +152,20 @@ class Registry:
                 impl.function(registry=self)
         except Exception as e:
             rec.error = _describe(e)
+            self._drop_backends(rec)        # all or nothing: no half-registered plugin
             if _strict():
                 raise
         finally:
             self._current = None
+
+    def _drop_backends(self, rec):
+        for b in rec.backends:
+            backend = self.compute.pop(b, None) or self.communication.pop(b, None)
+            if backend is not None:
+                self._selected.pop(getattr(backend, "device_type", None), None)
+                self._why.pop(getattr(backend, "device_type", None), None)
+            self.origin.pop(b, None)
+        rec.backends.clear()
 
     # -- selection ---------------------------------------------------------------------
     def use(self, name: str, device_type: str | None = None) -> None:
@@ -164,13 +185,16 @@ class Registry:
         self._selected.pop(dev, None)
 
     def reset_selection(self, device_type: str | None = None) -> None:
-        """Forget `use()` choices (for one device type or all) and re-select on next use."""
+        """Forget `use()` choices (for one device type or all) and re-select on next use, reading
+        the environment and config file again. Existing tensors keep the kernels they were made with."""
         if device_type is None:
             self._api_choices.clear()
             self._selected.clear()
+            self._why.clear()
         else:
             self._api_choices.pop(device_type, None)
             self._selected.pop(device_type, None)
+            self._why.pop(device_type, None)
 
     def settings(self) -> dict:
         return config.backend_settings(self._api_choices)
@@ -181,7 +205,8 @@ class Registry:
         return sorted(found, key=lambda b: -b.priority)
 
     def backend_for(self, device_type: str) -> Backend:
-        """The selected backend for a device type (cached)."""
+        """The selected backend for a device type. Selection runs once per device type (reading the
+        configuration then) and is cached: this is a dict lookup on the hot path."""
         b = self._selected.get(device_type)
         if b is None:
             b = self._selected[device_type] = self._select(device_type)
@@ -203,7 +228,7 @@ class Registry:
             ok, reason = backend.is_available()
             if not ok:
                 raise RuntimeError(f"{source} asks for backend {name!r}, which is not available: {reason}")
-            return self._activate(backend)
+            return self._activate(backend, source)
         cands = self.candidates(device_type)
         available, reasons = [], []
         for b in cands:
@@ -219,14 +244,19 @@ class Registry:
             if not match:
                 raise RuntimeError(f"a tensorplug_select_backend hook chose {chosen!r}, which is not an "
                                    f"available backend for {device_type!r}")
-            return self._activate(match[0])
-        return self._activate(available[0])
+            return self._activate(match[0], "a tensorplug_select_backend hook")
+        return self._activate(available[0], "priority" if len(cands) > 1 else "only backend")
 
-    def _activate(self, backend):
+    def _activate(self, backend, why):
         missing = backend.missing_required()
         if missing:
             raise RuntimeError(f"backend {backend.name!r} lacks required kernels: {', '.join(missing)}")
+        self._why[backend.device_type] = why
         return backend
+
+    def selection_reason(self, device_type: str) -> str | None:
+        """What chose the current backend of `device_type` ("priority", "environment ...", ...)."""
+        return self._why.get(device_type) if self.selected_name(device_type) else None
 
     def selected_name(self, device_type: str) -> str | None:
         try:

@@ -83,7 +83,7 @@ def _infer_dtype(arr: np.ndarray, from_python: bool):
                     "float16/32/64, int8/16/32/64, uint8 and bool")
 
 
-def _to_host_array(data):
+def _to_host_array(data, dtype=None):
     if isinstance(data, Tensor):
         return data._host(), False
     if isinstance(data, np.ndarray):
@@ -93,20 +93,43 @@ def _to_host_array(data):
     try:
         arr = np.array(data)
     except (ValueError, TypeError) as e:
-        raise ValueError(f"can't build a tensor from {type(data).__name__}: {e}") from None
+        raise ValueError(_ragged(data) or f"can't build a tensor from {type(data).__name__}: {e}") from None
+    if arr.dtype.kind == "u" or (arr.dtype == object and _all_ints(arr)):
+        # Python ints past int64 (NumPy made uint64 or object): only a floating dtype holds them
+        if dtype is None or not _dt.as_dtype(dtype).is_floating_point:
+            raise ValueError(f"Overflow when unpacking long: {data!r} does not fit in int64")
+        arr = np.array(data, dtype=np.float64)
     if arr.dtype == object:
-        raise ValueError(f"can't build a tensor from {type(data).__name__}: the nested sequences are "
-                         "ragged or hold non-numbers")
+        raise ValueError(_ragged(data) or f"can't build a tensor from {type(data).__name__}: the nested "
+                         "sequences are ragged or hold non-numbers")
     if arr.dtype.kind in "US":
         raise TypeError(f"can't build a tensor from strings ({data!r})")
     return arr, True
 
 
+def _all_ints(arr):
+    return all(isinstance(v, int) for v in arr.reshape(-1).tolist())
+
+
+def _ragged(data):
+    """PyTorch's message for nested sequences of unequal lengths, or None."""
+    level, dim = [data], 0
+    while True:
+        seqs = [x for x in level if isinstance(x, (list, tuple))]
+        if not seqs:
+            return None
+        if len(seqs) != len(level):
+            return f"sequences and numbers mixed at dim {dim}"
+        lens = [len(x) for x in seqs]
+        bad = [n for n in lens if n != lens[0]]
+        if bad:
+            return f"expected sequence of length {lens[0]} at dim {dim} (got {bad[0]})"
+        level, dim = [e for x in seqs for e in x], dim + 1
+
+
 def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=False):
     """A new tensor copying `data` (a number, nested sequence, NumPy array or tensor)."""
-    arr, from_python = _to_host_array(data)
-    if from_python and arr.dtype.kind in "iu" and arr.size and (arr.max() > 2**63 - 1):
-        raise RuntimeError(f"value {arr.max()} cannot be converted to int64 without overflow")
+    arr, from_python = _to_host_array(data, dtype)
     dt = _dt.as_dtype(dtype) if dtype is not None else _infer_dtype(arr, from_python)
     if device is None and isinstance(data, Tensor):
         device = data._dev
@@ -196,7 +219,7 @@ def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=Fa
     if step == 0:
         raise RuntimeError("step must be nonzero")
     if (end - start) * step < 0:
-        raise RuntimeError(f"upper bound and larger bound inconsistent with step sign "
+        raise RuntimeError(f"upper bound and lower bound inconsistent with step sign "
                            f"(start={start}, end={end}, step={step})")
     if dtype is None:
         dt = _dt.int64 if all(isinstance(v, (int, np.integer)) for v in vals) else _dt.get_default_dtype()
@@ -319,9 +342,10 @@ def to(self, *args, **kwargs):
         host = np.asarray(self._k["to_numpy"](self._data))
         if host.dtype.name != dt.name:
             host = host.astype(dt.name)
+        elif isinstance(self._data, np.ndarray) and np.may_share_memory(host, self._data):
+            host = host.copy()      # to_numpy and from_numpy may both alias: the copy must not
         with k["__backend__"].device_context(dev.index):
-            r = _make(k["from_numpy"](np.array(host, copy=True) if self._dev.type == dev.type == "cpu" else host),
-                      dt, k, dev)
+            r = _make(k["from_numpy"](host), dt, k, dev)
     if self._rg and _gstate.enabled and dt.is_floating_point:
         src_dt, src_dev = self._dtype, self._dev
         record("ToCopyBackward0", r, (self,), lambda g: (g.to(device=src_dev, dtype=src_dt),))

@@ -1,7 +1,9 @@
 """Random numbers: Generator objects, manual_seed (every device), and the sampling functions.
 
-A Generator wraps a backend's opaque generator state (`rng_new(seed)`); the default
-generator of each device type is created on first use from the global seed.
+A Generator wraps a backend's opaque generator state (`rng_new(seed)`), so it belongs to the
+backend that served its device when it first drew numbers. The default generator of each
+device type is created on first use from the global seed (and again, with that seed, if the
+device type is switched to another backend).
 """
 from __future__ import annotations
 
@@ -25,7 +27,7 @@ class Generator:
         self.device = as_device(device)
         self._k = None
         self._state = None
-        self._seed = _seed[0]
+        self._seed = _DEFAULT_SEED
 
     def _kernels(self):
         if self._k is None:
@@ -39,10 +41,7 @@ class Generator:
         return self._state
 
     def manual_seed(self, seed):
-        seed = int(seed)
-        if seed < 0 or seed >= 2**64:
-            raise RuntimeError(f"Overflow when unpacking long: seed must be in [0, 2**64), got {seed}")
-        self._seed = seed
+        self._seed = _check_seed(seed)
         self._state = None
         return self
 
@@ -64,17 +63,29 @@ class Generator:
         return self
 
 
-def default_generator(device) -> Generator:
-    key = device.type
-    g = _defaults.get(key)
-    if g is None:
-        g = _defaults[key] = Generator(device)
+def _check_seed(seed) -> int:
+    seed = int(seed)
+    if not -2**63 <= seed < 2**64:
+        raise ValueError(f"Overflow when unpacking long: a seed must be in [-2**63, 2**64), got {seed}")
+    return seed % 2**64          # negative seeds wrap like PyTorch's
+
+
+def default_generator(device, k=None) -> Generator:
+    """The default generator of `device`'s type, for kernel table `k` (default: the selected one)."""
+    if k is None:
+        k = resolve_device(device)[0]
+    g = _defaults.get(device.type)
+    if g is None or (g._k is not None and g._k is not k):
+        g = _defaults[device.type] = Generator(device)
+        g._seed = _seed[0]
+        g._k = k
     return g
 
 
 def manual_seed(seed):
     """Seed the default generator of every device type (present and future)."""
-    _seed[0] = int(seed)
+    seed = _check_seed(seed)
+    _seed[0] = seed
     for g in _defaults.values():
         g.manual_seed(seed)
     return default_generator(as_device("cpu"))
@@ -98,12 +109,17 @@ def set_rng_state(state):
     default_generator(as_device("cpu")).set_state(state)
 
 
-def _gen(generator, dev):
+def _gen(generator, dev, k):
+    """The generator that samples for device `dev` served by kernel table `k`."""
     if generator is None:
-        return default_generator(dev)
+        return default_generator(dev, k)
     if generator.device.type != dev.type:
         raise RuntimeError(f"Expected a '{dev.type}' device type for generator but found "
                            f"'{generator.device.type}'")
+    if generator._kernels() is not k:
+        raise RuntimeError(f"this generator draws with backend {generator._k['__backend__'].name!r}, but "
+                           f"device {dev} is now served by backend {k['__backend__'].name!r}; "
+                           "create a new Generator")
     return generator
 
 
@@ -112,7 +128,7 @@ def _sample(kname, size, generator, dtype, device, requires_grad):
     if not dt.is_floating_point:
         raise RuntimeError(f"{kname}: expected a floating point dtype, got {dt!r}")
     k, dev = resolve_device(device)
-    g = _gen(generator, dev)
+    g = _gen(generator, dev, k)
     t = _make(k[kname](g._get(), _size(size), dt.name), dt, k, dev)
     if requires_grad:
         t.requires_grad = True
@@ -141,7 +157,7 @@ def randint(low=0, high=None, size=None, *, generator=None, dtype=None, device=N
         raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={low} >= to={high}")
     dt = _dt.as_dtype(dtype) if dtype is not None else _dt.int64
     k, dev = resolve_device(device)
-    g = _gen(generator, dev)
+    g = _gen(generator, dev, k)
     return _make(k["randint"](g._get(), int(low), int(high), _size(size if isinstance(size, (tuple, list))
                                                                     else (size,)), dt.name), dt, k, dev)
 
@@ -152,7 +168,7 @@ def randperm(n, *, generator=None, dtype=None, device=None, requires_grad=False)
         raise RuntimeError(f"n must be non-negative, got {n}")
     dt = _dt.as_dtype(dtype) if dtype is not None else _dt.int64
     k, dev = resolve_device(device)
-    g = _gen(generator, dev)
+    g = _gen(generator, dev, k)
     return _make(k["randperm"](g._get(), int(n), dt.name), dt, k, dev)
 
 
@@ -165,7 +181,7 @@ def bernoulli(input, p=None, *, generator=None):
         probs = input
     if not probs._dtype.is_floating_point:
         raise RuntimeError(f"bernoulli expects a floating point probability tensor, got {probs._dtype!r}")
-    g = _gen(generator, probs._dev)
+    g = _gen(generator, probs._dev, probs._k)
     return _make(probs._k["bernoulli"](g._get(), probs._data), probs._dtype, probs._k, probs._dev)
 
 
@@ -214,7 +230,7 @@ def multinomial(input, num_samples, replacement=False, *, generator=None):
         raise RuntimeError("probability tensor contains either `inf`, `nan` or element < 0")
     if not replacement and num_samples > probs.shape[1]:
         raise RuntimeError("cannot sample n_sample > prob_dist.size(-1) samples without replacement")
-    g = _gen(generator, input._dev)
+    g = _gen(generator, input._dev, input._k)
     k = g._kernels()
     out = np.empty((probs.shape[0], num_samples), dtype=np.int64)
     for r, row in enumerate(probs):

@@ -1,0 +1,1 @@
+"""Parameter initialisation (nn.init)."""

@@ -1,0 +1,13 @@
+"""Every layer class; each module file lists its public classes in `__all__`."""
+import importlib
+
+_FILES = ("module", "container", "linear", "conv", "pooling", "activation", "normalization", "dropout",
+          "sparse", "loss", "padding", "pixelshuffle", "upsampling", "distance", "rnn")
+
+__all__ = []
+for _f in _FILES:
+    _m = importlib.import_module(f"{__name__}.{_f}")
+    for _name in getattr(_m, "__all__", ()):
+        globals()[_name] = getattr(_m, _name)
+        __all__.append(_name)
+del _f, _m

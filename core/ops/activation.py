@@ -1,0 +1,2 @@
+"""activation ops of nn.functional."""
+FUNCTIONAL = []

@@ -1,0 +1,2 @@
+"""conv ops of nn.functional."""
+FUNCTIONAL = []

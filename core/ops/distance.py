@@ -1,0 +1,2 @@
+"""distance ops of nn.functional."""
+FUNCTIONAL = []

@@ -1,0 +1,2 @@
+"""dropout ops of nn.functional."""
+FUNCTIONAL = []

@@ -1,0 +1,2 @@
+"""embedding ops of nn.functional."""
+FUNCTIONAL = []

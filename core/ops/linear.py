@@ -1,0 +1,2 @@
+"""linear ops of nn.functional."""
+FUNCTIONAL = []

@@ -1,0 +1,2 @@
+"""loss ops of nn.functional."""
+FUNCTIONAL = []

@@ -1,0 +1,2 @@
+"""normalization ops of nn.functional."""
+FUNCTIONAL = []

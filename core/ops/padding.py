@@ -1,0 +1,2 @@
+"""padding ops of nn.functional."""
+FUNCTIONAL = []

@@ -1,0 +1,2 @@
+"""pool ops of nn.functional."""
+FUNCTIONAL = []

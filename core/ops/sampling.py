@@ -1,0 +1,2 @@
+"""sampling ops of nn.functional."""
+FUNCTIONAL = []
