@@ -20,7 +20,8 @@ def backend_rows() -> tuple[list[dict], list[dict]]:
     configured = registry.settings()
     usable = {b.device_type for b in registry.compute.values() if b.is_available()[0]}
     rows = []
-    for b in [*registry.compute.values(), *registry.communication.values()]:
+    compute = sorted(registry.compute.values(), key=lambda b: (b.device_type, -b.priority, b.name))
+    for b in [*compute, *sorted(registry.communication.values(), key=lambda b: b.name)]:
         ok, reason = b.is_available()
         row = {"name": b.name, "kind": b.kind, "device": b.device_type, "version": str(b.version),
                "origin": registry.origin.get(b.name, "?"), "available": bool(ok), "reason": reason or None,

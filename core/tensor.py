@@ -163,9 +163,10 @@ class Tensor:
         def keep(g):
             t = ref()
             if t is not None:
-                g = g.detach() if not _gstate.enabled else g
-                t.grad = g if t.grad is None else t.grad + g
-        self.grad_fn.add_tensor_hook(self._out_nr, keep)
+                # a copy: the engine may hand the same gradient tensor to other consumers
+                own = g.clone() if _gstate.enabled else g.detach()._clone_data()
+                t.grad = own if t.grad is None else t.grad + own
+        self.grad_fn.add_tensor_hook(self._out_nr, keep, retain=True)
         self._retains_grad = True
 
     def register_hook(self, hook):

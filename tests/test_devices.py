@@ -111,7 +111,6 @@ def test_mixing_devices_names_both(fakedev):
         assert "fakedev:0" in msg and "cpu" in msg
 
 
-@pytest.mark.xfail(reason="core/ops/_core.py checks operands' kernel tables, not their device indices")
 def test_mixing_device_indices_names_both(fakedev):
     """fakedev:0 with fakedev:1 (one backend, two devices) is refused like any device mix."""
     with pytest.raises(RuntimeError, match="fakedev:0.*fakedev:1|fakedev:1.*fakedev:0"):

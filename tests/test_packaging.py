@@ -27,34 +27,40 @@ def _can_build_offline():
     return None
 
 
-def _expected_packages():
+def _expected_packages(root=ROOT):
     """{package name: folder} for every folder with an __init__.py under core/, backends/, cli/."""
     found = {}
     for folder, name in SOURCES.items():
-        for dirpath, dirnames, filenames in os.walk(ROOT / folder):
+        for dirpath, dirnames, filenames in os.walk(root / folder):
             dirnames[:] = [d for d in dirnames if not d.startswith(".") and d != "__pycache__"]
             if "__init__.py" in filenames:
-                rel = Path(dirpath).relative_to(ROOT / folder)
+                rel = Path(dirpath).relative_to(root / folder)
                 found[".".join([name, *rel.parts])] = Path(dirpath)
     return found
 
 
 @pytest.fixture(scope="module")
-def wheel(tmp_path_factory):
-    """The wheel built by pip (no build isolation: offline, with this environment's setuptools)
-    from a copy of the project's files, so the build leaves the work tree untouched."""
-    reason = _can_build_offline()
-    if reason:
-        pytest.skip(f"cannot build a wheel offline: {reason}")
+def source(tmp_path_factory):
+    """A copy of the project's files: the build leaves the work tree untouched, and the checks
+    compare the wheel with exactly what it was built from."""
     src = tmp_path_factory.mktemp("src")
     for name in PROJECT_FILES:
         shutil.copy2(ROOT / name, src / name)
     for folder in SOURCES:
         shutil.copytree(ROOT / folder, src / folder,
                         ignore=shutil.ignore_patterns("__pycache__", "*.pyc", ".*"))
+    return src
+
+
+@pytest.fixture(scope="module")
+def wheel(source, tmp_path_factory):
+    """The wheel built by pip (no build isolation: offline, with this environment's setuptools)."""
+    reason = _can_build_offline()
+    if reason:
+        pytest.skip(f"cannot build a wheel offline: {reason}")
     out = tmp_path_factory.mktemp("dist")
     r = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation",
-                        "--no-index", "-q", "-w", str(out), str(src)],
+                        "--no-index", "-q", "-w", str(out), str(source)],
                        capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, f"wheel build failed:\n{r.stdout}\n{r.stderr}"
     wheels = list(out.glob("tensorplug-*.whl"))
@@ -74,19 +80,19 @@ def _dist_info_file(names, wheel, filename):
         return z.read(path).decode()
 
 
-def test_every_package_folder_is_shipped(names):
+def test_every_package_folder_is_shipped(names, source):
     """Each folder with an __init__.py under core/, backends/, cli/ is a package in the wheel."""
-    expected = _expected_packages()
+    expected = _expected_packages(source)
     assert {"tensorplug", "tensorplug.backends", "tensorplug.cli", "tensorplug.dispatch",
             "tensorplug.backends.numpy_backend"} <= set(expected)
     missing = [pkg for pkg in expected if pkg.replace(".", "/") + "/__init__.py" not in names]
     assert missing == []
 
 
-def test_every_module_and_data_file_is_shipped(names):
+def test_every_module_and_data_file_is_shipped(names, source):
     """Every .py module and package-data file of those packages is in the wheel, at its mapped path."""
     missing = []
-    for pkg, folder in _expected_packages().items():
+    for pkg, folder in _expected_packages(source).items():
         for f in folder.iterdir():
             if f.is_file() and (f.suffix == ".py" or f.suffix in PACKAGE_DATA):
                 target = pkg.replace(".", "/") + "/" + f.name
@@ -119,13 +125,13 @@ def test_metadata(names, wheel):
         assert f"Provides-Extra: {extra}" in meta
 
 
-def test_wheel_imports_on_its_own(wheel, tmp_path):
+def test_wheel_imports_on_its_own(wheel, source, tmp_path):
     """Unpacked on sys.path (no source tree), the wheel imports every package, finds its built-in
     plugins through its own entry points and computes."""
     site = tmp_path / "site"
     with zipfile.ZipFile(wheel) as z:
         z.extractall(site)
-    packages = sorted(_expected_packages())
+    packages = sorted(_expected_packages(source))
     code = (
         "import importlib, json, sys\n"
         "import tensorplug as torch\n"

@@ -66,8 +66,6 @@ class Node:
         """A hook on output `output_nr`'s gradient (Tensor.register_hook on a non-leaf).
         `retain=True` (retain_grad's hook) runs after every ordinary hook, so the retained
         gradient is the final one."""
-        if not retain and getattr(fn, "__qualname__", "") == "Tensor.retain_grad.<locals>.keep":
-            retain = True
         attr = "retain_hooks" if retain else "tensor_hooks"
         table = getattr(self, attr)
         if table is None:
@@ -138,18 +136,10 @@ def needs_grad(*tensors) -> bool:
     return False
 
 
-def _edge(t):
-    # edge_of with the common case (an op output) first
-    if not t._rg:
-        return None
-    fn = t.grad_fn
-    return (fn, t._out_nr) if fn is not None else edge_of(t)
-
-
 def _edges(inputs):
-    if len(inputs) == 1:
-        return (_edge(inputs[0]),)
-    return tuple([_edge(t) for t in inputs])
+    if len(inputs) == 1:                      # the common case, without a comprehension
+        return (edge_of(inputs[0]),)
+    return tuple([edge_of(t) for t in inputs])
 
 
 def record(name, out, inputs, vjp, saved=()):

@@ -152,6 +152,22 @@ class Backend:
             self._kernels = table
         return self._kernels
 
+    def kernels_for(self, index) -> dict:
+        """The kernel table for device `index`. Each device has its own table object, so the
+        frontend's `a._k is b._k` test means "same backend and same device"."""
+        if not index:
+            return self.kernels
+        tables = self.__dict__.setdefault("_device_tables", {})
+        table = tables.get(index)
+        if table is None:
+            table = tables[index] = self.device_kernels(index)
+        return table
+
+    def device_kernels(self, index) -> dict:
+        """Build the table for device `index` > 0. Default: the same kernels in a new table;
+        a multi-device backend may bind its kernels to the device here."""
+        return dict(self.kernels)
+
     def kernel_status(self) -> dict:
         """{kernel name: "native" | "decomposed" | "missing"} over every known kernel."""
         table = self.kernels

@@ -2,7 +2,10 @@
 
 Precedence (highest first): `tensorplug.backends.use()` > environment variable
 `TENSORPLUG_BACKEND_<DEVICE>` > config file (`TENSORPLUG_CONFIG`, else
-`~/.config/tensorplug/config.toml`, table `[backends]`, e.g. `cpu = "numpy"`).
+`$XDG_CONFIG_HOME/tensorplug/config.toml` or `~/.config/tensorplug/config.toml`, table
+`[backends]`, e.g. `cpu = "numpy"`). Without a setting for a device type, the registry asks the
+`tensorplug_select_backend` hook, then takes the highest priority. Settings are read when a device
+type's backend is selected (first use, or after `registry.reset_selection()`), never per op.
 """
 from __future__ import annotations
 

@@ -185,17 +185,20 @@ def zeros_like_grad(t):
 
 
 # -- in-place bookkeeping -------------------------------------------------------------------
-def check_inplace(t):
-    """Raise if an in-place op on t would corrupt autograd; return True if it must be recorded."""
+_VIEW_INPLACE = ("in-place operations that carry gradients through a view are not supported by "
+                 "tensorplug (the view's base would not see them); write into the base with index "
+                 "assignment (base[index] = value) or use an out-of-place op instead")
+
+
+def check_inplace(t, incoming_grad=False):
+    """Raise if an in-place op on t would corrupt autograd. `incoming_grad`: the written value
+    requires grad."""
     if _gstate.enabled:
         if t._rg and t.grad_fn is None:
             raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
         base = t._base
-        if base is not None and base._rg:
-            raise RuntimeError("in-place operations on a view of a tensor that requires grad are not "
-                               "supported by tensorplug; use an out-of-place op or index assignment "
-                               "(base[index] = value) instead")
-    return False
+        if base is not None and (base._rg or incoming_grad):
+            raise RuntimeError(_VIEW_INPLACE)
 
 
 def snapshot(t):
@@ -212,6 +215,8 @@ def commit_inplace(t, result):
     if rs != ts:
         raise RuntimeError(f"output with shape {list(ts)} doesn't match the broadcast shape {list(rs)}")
     check_cast(result._dtype, t._dtype)
+    if result._rg and t._base is not None and _gstate.enabled:
+        raise RuntimeError(_VIEW_INPLACE)
     t._k["assign"](t._data, result._data)
     t._bump_version()
     if result._rg:

@@ -37,7 +37,7 @@ def resolve_device(device):
         raise RuntimeError(f"device type {dev.type!r} has a single device; got {dev}")
     else:
         dev = Device(dev.type)
-    return backend.kernels, dev
+    return backend.kernels_for(dev.index), dev
 
 
 def _size(size):

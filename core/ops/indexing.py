@@ -331,7 +331,7 @@ def _put(x, p, value, accumulate=False, name=None):
     target = p.out_shape
     grad_on = _gstate.enabled
     if grad_on:
-        check_inplace(x)
+        check_inplace(x, isinstance(value, Tensor) and value._rg)
     vt = None
     if isinstance(value, Tensor):
         if value._k is not k:

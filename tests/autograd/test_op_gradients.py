@@ -27,10 +27,15 @@ def pos(*shape, seed=0):
 
 
 def nc(*shape, seed=0, low=-1.0, high=1.0):
-    """A non-contiguous (transposed) float64 leaf of the given 2-d shape."""
+    """A non-contiguous (axes-reversed) float64 leaf of the given shape."""
     rng = np.random.default_rng(seed + 101)
     t = torch.tensor(rng.uniform(low, high, size=shape[::-1]), dtype=torch.float64)
-    return t.permute(1, 0).detach().requires_grad_()
+    return t.permute(*reversed(range(len(shape)))).detach().requires_grad_()
+
+
+def _setitem(t, key, value):
+    t[key] = value
+    return t
 
 
 class Case:
@@ -102,6 +107,29 @@ CASES = [
     Case("repeat", lambda a: a.repeat(2, 1, 2), lambda: (r(2, 2),)),
     Case("repeat_interleave", lambda a: a.repeat_interleave(2, dim=1), lambda: (r(2, 2),)),
     Case("repeat_interleave_t", lambda a: a.repeat_interleave(torch.tensor([2, 0, 1])), lambda: (r(3),)),
+    # indexing (repeated indices must accumulate)
+    Case("getitem_basic", lambda a: a[1:, ::2, None], lambda: (r(3, 4),)),
+    Case("getitem_advanced_repeated", lambda a: a[[0, 2, 0], :, [1, 1, 0]], lambda: (nc(3, 2, 2),)),
+    Case("getitem_mask", lambda a: a[a > 0], lambda: (r(3, 4),)),
+    Case("setitem_nonleaf", lambda a, v: _setitem(a * 1, (slice(None), 1), v), lambda: (r(3, 4), r(3))),
+    Case("setitem_advanced", lambda a, v: _setitem(a * 1, ([0, 2],), v), lambda: (r(3, 4), r(4))),
+    Case("index_select", lambda a: a.index_select(1, torch.tensor([2, 0, 2])), lambda: (r(3, 4),)),
+    Case("masked_select", lambda a: a.masked_select(torch.tensor([True, False, True])), lambda: (r(2, 3),)),
+    Case("masked_fill", lambda a: a.masked_fill(torch.tensor([True, False, True]), 0.5), lambda: (r(2, 3),)),
+    Case("masked_scatter", lambda a, s: a.masked_scatter(torch.tensor([True, False, True]), s),
+         lambda: (r(2, 3), r(6))),
+    Case("gather", lambda a: a.gather(1, torch.tensor([[0, 0], [2, 1]])), lambda: (r(2, 3),)),
+    Case("scatter_src", lambda a, s: a.scatter(1, torch.tensor([[0], [2]]), s), lambda: (r(2, 3), r(2, 1))),
+    Case("scatter_value", lambda a: a.scatter(1, torch.tensor([[0], [2]]), 1.5), lambda: (r(2, 3),)),
+    Case("scatter_add_repeated", lambda a, s: a.scatter_add(1, torch.tensor([[0, 0], [2, 2]]), s),
+         lambda: (r(2, 3), r(2, 2))),
+    Case("index_add_repeated", lambda a, s: a.index_add(0, torch.tensor([1, 1]), s), lambda: (r(3, 2), r(2, 2))),
+    Case("index_copy", lambda a, s: a.index_copy(0, torch.tensor([2, 0]), s), lambda: (r(3, 2), r(2, 2))),
+    Case("index_fill", lambda a: a.index_fill(1, torch.tensor([1]), -1.0), lambda: (r(2, 3),)),
+    Case("index_put_accumulate", lambda a, v: a.index_put((torch.tensor([0, 0]),), v, accumulate=True),
+         lambda: (r(3, 2), r(2))),
+    Case("take", lambda a: a.take(torch.tensor([0, 5, 5])), lambda: (nc(2, 3),)),
+    Case("put", lambda a, v: a.put(torch.tensor([1, 4]), v), lambda: (r(2, 3), r(2))),
     # linear algebra
     Case("matmul_batched_broadcast", torch.matmul, lambda: (r(2, 1, 2, 3), nc(3, 2))),
     Case("matmul_1d", torch.matmul, lambda: (r(3), r(2, 3, 4))),
