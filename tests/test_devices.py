@@ -149,3 +149,18 @@ def test_cuda_method_without_gpu_is_a_clear_error():
         pytest.skip("a usable CUDA backend is present")
     with pytest.raises(RuntimeError, match="no available backend for device type 'cuda'"):
         torch.ones(1).cuda()
+
+
+def test_each_device_has_its_own_default_generator(fakedev):
+    """Default generators are per device: drawing on fakedev:1 does not restart fakedev:0's stream,
+    and manual_seed reseeds them all."""
+    torch.manual_seed(11)
+    a0 = torch.rand(3, device="fakedev:0").tolist()
+    torch.rand(3, device="fakedev:1")
+    a1 = torch.rand(3, device="fakedev:0").tolist()
+    assert a1 != a0
+    torch.manual_seed(11)
+    assert torch.rand(3, device="fakedev:0").tolist() == a0
+    assert torch.rand(3, device="fakedev:0").tolist() == a1
+    g = torch.Generator(device="fakedev").manual_seed(2)
+    assert torch.rand(2, device="fakedev:1", generator=g).device == torch.device("fakedev:1")

@@ -152,7 +152,12 @@ def _scalar_as(s, dt):
     if dt.category == 2:
         return float(s)
     if dt.category == 1:
-        return int(s)
+        s = int(s)
+        bits = 8 * dt.itemsize
+        lo = -(1 << (bits - 1)) if dt.is_signed else 0
+        if not lo <= s < lo + (1 << bits):
+            s = (s - lo) % (1 << bits) + lo      # wrap like a C cast, as PyTorch does
+        return s
     return bool(s)
 
 

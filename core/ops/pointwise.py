@@ -581,8 +581,7 @@ def _fast_inplace(self, kname, other, float_result):
     ts = self._data.shape
     if isinstance(other, Tensor):
         os_ = other._data.shape
-        if os_ != ts and len(os_) >= len(ts):
-            from ._core import broadcast_shapes
+        if os_ != ts:
             if broadcast_shapes(ts, os_) != ts:
                 raise RuntimeError(f"output with shape {list(ts)} doesn't match the broadcast shape "
                                    f"{list(broadcast_shapes(ts, os_))}")

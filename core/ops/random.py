@@ -71,12 +71,14 @@ def _check_seed(seed) -> int:
 
 
 def default_generator(device, k=None) -> Generator:
-    """The default generator of `device`'s type, for kernel table `k` (default: the selected one)."""
+    """The default generator of `device` (one per device, like PyTorch's), drawing with kernel
+    table `k` (default: the table of the backend now serving the device)."""
     if k is None:
-        k = resolve_device(device)[0]
-    g = _defaults.get(device.type)
-    if g is None or (g._k is not None and g._k is not k):
-        g = _defaults[device.type] = Generator(device)
+        k, device = resolve_device(device)
+    key = (device.type, device.index)
+    g = _defaults.get(key)
+    if g is None or g._k["__backend__"] is not k["__backend__"]:
+        g = _defaults[key] = Generator(device)
         g._seed = _seed[0]
         g._k = k
     return g
@@ -116,7 +118,7 @@ def _gen(generator, dev, k):
     if generator.device.type != dev.type:
         raise RuntimeError(f"Expected a '{dev.type}' device type for generator but found "
                            f"'{generator.device.type}'")
-    if generator._kernels() is not k:
+    if generator._kernels()["__backend__"] is not k["__backend__"]:
         raise RuntimeError(f"this generator draws with backend {generator._k['__backend__'].name!r}, but "
                            f"device {dev} is now served by backend {k['__backend__'].name!r}; "
                            "create a new Generator")
