@@ -620,13 +620,13 @@ def _attach():
     T.multiply, T.subtract, T.divide, T.true_divide = mul, sub, div, div
     # operators
     T.__add__ = _fast_binary("add", add)
-    T.__radd__ = lambda a, b: add(b, a) if _operand(b) else NotImplemented
+    T.__radd__ = _fast_binary("add", add, reflected=True)
     T.__sub__ = _fast_binary("sub", sub, min_category=1)
-    T.__rsub__ = lambda a, b: sub(b, a) if _operand(b) else NotImplemented
+    T.__rsub__ = _fast_binary("sub", sub, min_category=1, reflected=True)
     T.__mul__ = _fast_binary("mul", mul)
-    T.__rmul__ = lambda a, b: mul(b, a) if _operand(b) else NotImplemented
+    T.__rmul__ = _fast_binary("mul", mul, reflected=True)
     T.__truediv__ = _fast_binary("div", div, float_only=True)
-    T.__rtruediv__ = lambda a, b: div(b, a) if _operand(b) else NotImplemented
+    T.__rtruediv__ = _fast_binary("div", div, float_only=True, reflected=True)
     T.__floordiv__ = lambda a, b: floor_divide(a, b) if _operand(b) else NotImplemented
     T.__rfloordiv__ = lambda a, b: floor_divide(b, a) if _operand(b) else NotImplemented
     T.__mod__ = lambda a, b: remainder(a, b) if _operand(b) else NotImplemented
@@ -697,33 +697,41 @@ def _attach():
 _new = object.__new__
 
 
-def _fast_binary(kname, slow, float_only=False, min_category=0):
-    """The operator for `a <op> b`: same-dtype, same-backend tensors without autograd skip every
-    general step (the common case in tight loops); everything else takes the full op."""
+def _fast_binary(kname, slow, float_only=False, min_category=0, reflected=False):
+    """The operator for `a <op> b` (or `b <op> a` when reflected). Same-dtype, same-device tensors
+    and Python scalars that keep the tensor's dtype, without autograd, skip every general step
+    (the common case in tight loops); everything else takes the full op."""
     def op(a, b):
-        if b.__class__ is Tensor and a.__class__ is Tensor:
-            dt = a._dtype
+        dt = a._dtype
+        if dt.category >= (2 if float_only else min_category) and not (_gstate.enabled and a._rg):
+            cls = b.__class__
             k = a._k
-            if dt is b._dtype and k is b._k and not (_gstate.enabled and (a._rg or b._rg)) \
-                    and dt.category >= (2 if float_only else min_category):
-                ad, bd = a._data, b._data
-                if ad.shape != bd.shape:
-                    broadcast_shapes(ad.shape, bd.shape)
+            if cls is Tensor:
+                if dt is b._dtype and k is b._k and not (_gstate.enabled and b._rg):
+                    ad, bd = a._data, b._data
+                    if ad.shape != bd.shape:
+                        broadcast_shapes(ad.shape, bd.shape)
+                    data = k[kname](bd, ad) if reflected else k[kname](ad, bd)
+                    t = _new(Tensor)
+                    t._data, t._dtype, t._k, t._dev = data, dt, k, a._dev
+                    return t
+            elif (cls is float and dt.category == 2) or (cls is int and (dt.category == 2 or (
+                    dt.category == 1 and dt.itemsize >= 4 and -2**31 <= b < 2**31))):
+                # the scalar takes the tensor's dtype (PyTorch's rule for "wrapped numbers")
+                data = k[kname](b, a._data) if reflected else k[kname](a._data, b)
                 t = _new(Tensor)
-                t._data = k[kname](ad, bd)
-                t._dtype = dt
-                t._k = k
-                t._dev = a._dev
+                t._data, t._dtype, t._k, t._dev = data, dt, k, a._dev
                 return t
-        elif not _operand(b):
+        if not _operand(b):
             return NotImplemented
-        return slow(a, b)
-    op.__name__ = f"__{kname}__"
+        return slow(b, a) if reflected else slow(a, b)
+    op.__name__ = f"__{'r' if reflected else ''}{kname}__"
     return op
 
 
 def _operand(b):
-    return isinstance(b, Tensor) or is_scalar(b)
+    cls = b.__class__
+    return cls is float or cls is int or cls is bool or isinstance(b, Tensor) or is_scalar(b)
 
 
 _attach()
