@@ -1,8 +1,117 @@
-"""NumPy native kernels of the conv family."""
+"""NumPy native kernels of the conv family (specs in tensorplug.dispatch.optional_conv).
+
+conv: im2col as a strided view (`as_strided`) copied once into a (groups, C/groups * K, N * Out)
+matrix, then ONE matmul per group (a single batched `np.matmul`). conv_transpose: one matmul, then
+col2im as one strided accumulate per kernel offset. Pools: strided windows, or a gather through
+`max_pool_table` where padding makes windows ragged. No Python loop runs over pixels or batch items.
+"""
 from __future__ import annotations
 
-import numpy as np  # noqa: F401
+import math
+
+import numpy as np
+from numpy.lib.stride_tricks import as_strided
+
+from tensorplug.dispatch.optional_conv import _offsets, avg_pool_divisor, max_pool_table
+
+
+def _windows(x, ks, stride, dilation, out):
+    """Read-only view (N, C, *out, *ks) of x's windows."""
+    st = x.strides
+    nd = len(ks)
+    shape = x.shape[:2] + tuple(out) + tuple(ks)
+    strides = st[:2] + tuple(st[2 + i] * stride[i] for i in range(nd)) \
+        + tuple(st[2 + i] * dilation[i] for i in range(nd))
+    return as_strided(x, shape, strides, writeable=False)
+
+
+def conv(x, w, stride, padding, dilation, groups):
+    if any(a or b for a, b in padding):
+        x = np.pad(x, ((0, 0), (0, 0)) + tuple(tuple(p) for p in padding))
+    N, C = x.shape[:2]
+    O, ks = w.shape[0], w.shape[2:]
+    nd = len(ks)
+    out = tuple((n - d * (k - 1) - 1) // s + 1 for n, k, s, d in zip(x.shape[2:], ks, stride, dilation))
+    G = groups
+    Cg, Og, Kp, P = C // G, O // G, math.prod(ks), math.prod(out)
+    win = _windows(x, ks, stride, dilation, out)
+    # (C, *ks, N, *out): rows of the column matrix are (channel, kernel offset), columns (batch, pixel)
+    cols = win.transpose((1,) + tuple(range(2 + nd, 2 + 2 * nd)) + (0,) + tuple(range(2, 2 + nd)))
+    cols = cols.reshape(G, Cg * Kp, N * P)
+    y = np.matmul(w.reshape(G, Og, Cg * Kp), cols)                       # (G, Og, N*P)
+    return np.ascontiguousarray(y.reshape((O, N) + out).swapaxes(0, 1))
+
+
+def conv_transpose(x, w, stride, padding, dilation, groups, out_size):
+    N, C = x.shape[:2]
+    S, ks = x.shape[2:], w.shape[2:]
+    nd = len(ks)
+    G = groups
+    Cg, Og = C // G, w.shape[1]
+    O, Kp, P = Og * G, math.prod(ks), math.prod(S)
+    xm = x.reshape(N, G, Cg, P).transpose(1, 2, 0, 3).reshape(G, Cg, N * P)
+    wm = w.reshape(G, Cg, Og * Kp).transpose(0, 2, 1)
+    cols = np.matmul(wm, xm).reshape((O,) + tuple(ks) + (N,) + tuple(S))   # (O, *ks, N, *S)
+    full_size = tuple(max((n - 1) * s + d * (k - 1) + 1, p + o)
+                      for n, s, d, k, p, o in zip(S, stride, dilation, ks, padding, out_size))
+    full = np.zeros((O, N) + full_size, dtype=x.dtype)
+    lead = (slice(None), slice(None))
+    if Kp <= P:
+        for off in _offsets(ks):
+            key = lead + tuple(slice(k * d, k * d + (n - 1) * s + 1, s)
+                               for k, d, n, s in zip(off, dilation, S, stride))
+            full[key] += cols[(slice(None),) + off]
+    else:
+        for pos in _offsets(S):
+            key = lead + tuple(slice(i * s, i * s + (k - 1) * d + 1, d)
+                               for i, s, k, d in zip(pos, stride, ks, dilation))
+            full[key] += np.moveaxis(cols[(Ellipsis,) + pos], nd + 1, 1)
+    y = full[lead + tuple(slice(p, p + o) for p, o in zip(padding, out_size))]
+    return np.ascontiguousarray(y.swapaxes(0, 1))
+
+
+def max_pool(x, kernel, stride, padding, dilation, out_size):
+    N, C = x.shape[:2]
+    S = x.shape[2:]
+    P, Kp = math.prod(out_size), math.prod(kernel)
+    inside = all((o - 1) * s + d * (k - 1) + 1 <= n for o, s, d, k, n in zip(out_size, stride, dilation, kernel, S))
+    if not any(padding) and inside:
+        cols = _windows(x, kernel, stride, dilation, out_size).reshape(N, C, P, Kp)
+        am = cols.argmax(axis=-1)
+        # flat index = window start + offset of the winning slot
+        start = np.zeros((), dtype=np.int64)
+        off = np.zeros((), dtype=np.int64)
+        for n, o, s, k, d in zip(S, out_size, stride, kernel, dilation):
+            start = np.add.outer(start * n, np.arange(o, dtype=np.int64) * s)
+            off = np.add.outer(off * n, np.arange(k, dtype=np.int64) * d)
+        idx = start.reshape(P) + off.reshape(Kp)[am]
+    else:
+        table = max_pool_table(S, kernel, stride, padding, dilation, out_size)
+        cols = x.reshape(N, C, math.prod(S))[:, :, table]                     # (N, C, P, Kp)
+        am = cols.argmax(axis=-1)
+        idx = table[np.arange(P), am]
+    values = np.take_along_axis(cols, am[..., None], axis=-1)
+    shape = (N, C) + tuple(out_size)
+    return values.reshape(shape), idx.reshape(shape).astype(np.int64, copy=False)
+
+
+def avg_pool(x, kernel, stride, padding, out_size, count_include_pad, divisor_override):
+    S = x.shape[2:]
+    hi = tuple(max(0, (o - 1) * s + k - n - p) for o, s, k, n, p in zip(out_size, stride, kernel, S, padding))
+    if any(padding) or any(hi):
+        x = np.pad(x, ((0, 0), (0, 0)) + tuple(zip(padding, hi)))
+    lead = (slice(None), slice(None))
+    acc = None
+    for off in _offsets(kernel):
+        piece = x[lead + tuple(slice(k, k + (o - 1) * s + 1, s) for k, o, s in zip(off, out_size, stride))]
+        if acc is None:
+            acc = piece.copy()
+        else:
+            acc += piece
+    div = avg_pool_divisor(S, kernel, stride, padding, out_size, count_include_pad, divisor_override)
+    acc /= div.astype(x.dtype)
+    return acc
 
 
 def build() -> dict:
-    return {}
+    return {"conv": conv, "conv_transpose": conv_transpose, "max_pool": max_pool, "avg_pool": avg_pool}

@@ -155,6 +155,9 @@ def record(name, out, inputs, vjp, saved=()):
 def record_multi(name, outs, inputs, vjp, saved=()):
     """Like `record` for an op with several differentiable outputs; vjp gets a list of grads
     (zeros for outputs that received none)."""
+    if len(outs) == 1:              # the engine passes a lone output's grad bare
+        many = vjp
+        vjp = lambda g: many([g])   # noqa: E731
     node = Node(name, vjp, _edges(inputs), saved, n_out=len(outs))
     node.out_meta = [(o.shape, o._dtype, o.device) for o in outs]
     for i, o in enumerate(outs):

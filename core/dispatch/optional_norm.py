@@ -18,12 +18,14 @@ OPTIONAL: dict[str, str] = {
         "batch's mean and biased variance over every axis but 1 are used. Returns y in x's dtype and the "
         "(C,) mean and var that were used"),
     "embedding_bag": (
-        "embedding_bag(weight, idx, bag, weights, num_bags, mode) -> (out, count): weight (V, D); idx and "
-        "bag int64 (n,) (the row of each element and its bag, 0 <= bag < num_bags, bags of elements "
-        "non-decreasing); weights (n,) in weight's dtype or None (1). mode 'sum': out[b] = sum of "
-        "weights[i] * weight[idx[i]] over the elements i of bag b; 'mean': that sum divided by the bag's "
-        "count; 'max': the elementwise maximum of the bag's rows. Empty bags give zeros. Returns out "
-        "(num_bags, D) in weight's dtype and count (num_bags,) int64, the number of elements per bag"),
+        "embedding_bag(weight, idx, offsets, weights, mode) -> (out, count, arg): weight (V, D); idx (n,) "
+        "int64 rows; offsets (B,) int64 non-decreasing bag starts with offsets[0] == 0 and every offset <= n "
+        "(bag b holds elements offsets[b]:offsets[b + 1], the last one up to n); weights (n,) in weight's "
+        "dtype multiplying each element's row, or None. mode 'sum' or 'mean' (sum / element count) or "
+        "'max' (elementwise maximum, NaN propagating). Returns out (B, D) in weight's dtype (zeros for "
+        "empty bags), count (B,) int64 elements per bag, and arg: for 'max' a (B, D) int64 array holding "
+        "for each bag and column the first position i (into idx) attaining the maximum (0 for empty "
+        "bags), else None"),
 }
 
 
@@ -57,29 +59,42 @@ def batch_norm(K, x, weight, bias, mean, var, eps):
     return y, mean, var
 
 
-def embedding_bag(K, weight, idx, bag, weights, num_bags, mode):
+def embedding_bag(K, weight, idx, offsets, weights, mode):
     dt = _dt(weight)
     d = weight.shape[1]
     n = idx.shape[0]
-    rows = K["index"](weight, (idx,))                                    # (n, D)
-    count = K["full"]((num_bags,), 0, "int64")
-    K["index_put"](count, (bag,), K["full"]((n,), 1, "int64"), True)
+    b = offsets.shape[0]
+    n_arr = K["full"]((1,), n, "int64")
+    count = K["sub"](K["concat"]([K["slice"](offsets, (slice(1, None),)), n_arr], 0), offsets)
+    if n == 0 or b == 0:
+        arg = K["full"]((b, d), 0, "int64") if mode == "max" else None
+        return K["full"]((b, d), 0, dt), count, arg
+    # the bag of every element: count bag starts at each position, then a prefix sum
+    marks = K["full"]((n + 1,), 0, "int64")
+    K["index_put"](marks, (offsets,), K["full"]((b,), 1, "int64"), True)
+    bag = K["sub"](K["slice"](K["cumsum"](marks, 0), (slice(0, n),)), 1)
     bag_col = K["broadcast_to"](K["reshape"](bag, (n, 1)), (n, d))
-    if mode == "max":
-        lowest = K["full"]((num_bags, d), float("-inf"), dt)
-        K["scatter"](lowest, bag_col, rows, 0)        # any member: a start value that is in the bag
-        out = lowest
-        # elementwise max per bag: sort each column's rows by value, then the last write wins
-        key = K["argsort"](rows, 0, False, True)
-        sorted_rows = K["gather"](rows, key, 0)
-        K["scatter"](out, K["gather"](bag_col, key, 0), sorted_rows, 0)
-        empty = K["reshape"](K["eq"](count, 0), (num_bags, 1))
-        return K["where"](empty, K["full"]((), 0, dt), out), count
+    rows = K["index"](weight, (idx,))                                    # (n, D)
     if weights is not None:
         rows = K["mul"](rows, K["reshape"](weights, (n, 1)))
-    out = K["full"]((num_bags, d), 0, dt)
-    K["scatter_add"](out, bag_col, rows, 0)
-    if mode == "mean":
-        denom = K["maximum"](K["astype"](count, dt), K["full"]((), 1, dt))
-        out = K["div"](out, K["reshape"](denom, (num_bags, 1)))
-    return out, count
+    if mode != "max":
+        out = K["full"]((b, d), 0, dt)
+        K["scatter_add"](out, K["copy"](bag_col), rows, 0)
+        if mode == "mean":
+            denom = K["maximum"](K["astype"](count, dt), K["full"]((), 1, dt))
+            out = K["div"](out, K["reshape"](denom, (b, 1)))
+        return out, count, None
+    # per column, order the elements by (bag, value) with two stable sorts (ties: later positions
+    # first, NaN last); each bag's maximum, at its first position, is then the bag's last element
+    rev = K["flip"](rows, (0,))
+    k1 = K["argsort"](rev, 0, False, True)
+    bag_rev = K["copy"](K["flip"](bag_col, (0,)))
+    k2 = K["argsort"](K["gather"](bag_rev, k1, 0), 0, False, True)
+    perm = K["gather"](k1, k2, 0)                                         # indices into rev
+    last = K["maximum"](K["sub"](K["add"](offsets, count), 1), K["full"]((), 0, "int64"))
+    last = K["copy"](K["broadcast_to"](K["reshape"](last, (b, 1)), (b, d)))
+    empty = K["reshape"](K["eq"](count, 0), (b, 1))
+    pick = K["gather"](perm, last, 0)
+    out = K["where"](empty, K["full"]((), 0, dt), K["gather"](rev, pick, 0))
+    arg = K["where"](empty, K["full"]((), 0, "int64"), K["sub"](n - 1, pick))
+    return out, count, arg

@@ -1,4 +1,4 @@
 """Neural networks: Module, Parameter, layers (`tensorplug.nn.Linear` ...), functional, init, utils."""
 from . import functional, init, utils  # noqa: F401
 from .modules import *  # noqa: F401,F403
-from .parameter import Parameter  # noqa: F401
+from .parameter import Buffer, Parameter, UninitializedParameter  # noqa: F401

@@ -1,0 +1,2 @@
+"""Testing utilities shipped with tensorplug: `tensorplug.testing.conformance`, the suite every
+backend must pass."""

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 import tensorplug as torch
+import tensorplug.nn.functional as F
 from tensorplug.autograd import gradcheck, gradgradcheck
 
 OPS_DIR = pathlib.Path(torch.__file__).parent / "ops"
@@ -151,6 +152,38 @@ CASES = [
     Case("matrix_norm_empty", lambda a: torch.linalg.matrix_norm(a, 1), lambda: (r(3, 0),)),
     Case("matrix_power_0", lambda a: torch.linalg.matrix_power(a, 0) * a, lambda: (r(2, 2),)),
     Case("matrix_power_3", lambda a: torch.linalg.matrix_power(a, 3), lambda: (r(2, 2),)),
+    # nn: activations, normalization, embedding
+    Case("elu", lambda a: F.elu(a, 0.7), lambda: (r(2, 3) * 2,)),
+    Case("celu", lambda a: F.celu(a, 1.5), lambda: (r(2, 3) * 2,)),
+    Case("softplus", lambda a: F.softplus(a, 2.0, 1.0), lambda: (r(2, 3) * 2,)),
+    Case("logsigmoid", F.logsigmoid, lambda: (r(2, 3) * 3,)),
+    Case("hardtanh", lambda a: F.hardtanh(a, -0.5, 0.5), lambda: (r(2, 3),)),
+    Case("batch_norm_train", lambda x, w, b: F.batch_norm(x, None, None, w, b, training=True),
+         lambda: (r(3, 2, 2), r(2, seed=1), r(2, seed=2))),
+    Case("batch_norm_eval", lambda x, w, b: F.batch_norm(x, torch.zeros(2, dtype=torch.float64),
+                                                        torch.ones(2, dtype=torch.float64), w, b),
+         lambda: (nc(3, 2), r(2, seed=1), r(2, seed=2))),
+    Case("embedding", lambda w: F.embedding(torch.tensor([[0, 2], [2, 3]]), w) * w.sum(), lambda: (r(4, 2),)),
+    Case("embedding_bag_sum", lambda w, p: F.embedding_bag(torch.tensor([0, 2, 2, 1]), w, torch.tensor([0, 1, 1]),
+                                                           mode="sum", per_sample_weights=p) ** 2,
+         lambda: (r(3, 2), r(4, seed=1))),
+    Case("embedding_bag_max", lambda w: F.embedding_bag(torch.tensor([[0, 2], [2, 1]]), w, mode="max") ** 2,
+         lambda: (r(3, 2),)),
+    # nn: losses and padding
+    Case("binary_cross_entropy", lambda a, b: F.binary_cross_entropy(a, b),
+         lambda: (r(2, 3, low=0.1, high=0.9), r(2, 3, low=0.0, high=1.0, seed=1))),
+    Case("bce_with_logits", lambda a, b: F.binary_cross_entropy_with_logits(a, b),
+         lambda: (r(2, 3, low=-3.0, high=3.0), r(2, 3, low=0.0, high=1.0, seed=1))),
+    Case("pad_constant", lambda a: F.pad(a, (1, 2, -1, 1), value=0.5), lambda: (r(1, 2, 3),)),
+    Case("pad_reflect", lambda a: F.pad(a, (2, 1), mode="reflect"), lambda: (r(1, 2, 4),)),
+    Case("nll_loss_weighted", lambda a, w: F.nll_loss(a, torch.tensor([0, 2, 1]), weight=w, ignore_index=1),
+         lambda: (r(3, 3), pos(3))),
+    Case("cross_entropy_smoothing", lambda a: F.cross_entropy(a, torch.tensor([0, 2]), label_smoothing=0.1),
+         lambda: (r(2, 3),)),
+    Case("grid_sample", lambda x, g: F.grid_sample(x, g, align_corners=False),
+         lambda: (r(1, 1, 3, 3), r(1, 2, 2, 2, low=-0.9, high=0.9))),
+    Case("interpolate_bilinear", lambda x: F.interpolate(x, scale_factor=2, mode="bilinear"),
+         lambda: (r(1, 1, 2, 3),)),
     # reductions, scans, sorting
     Case("mean_dim", lambda a: a.mean(1), lambda: (nc(3, 4),)),
     Case("mean_all", lambda a: a.mean(), lambda: (r(3, 4),)),

@@ -30,7 +30,7 @@ from ...autograd import grad_mode
 from ...tensor import Tensor, _make
 from ..parameter import Buffer, Parameter
 
-__all__ = ["Module", "register_module_forward_pre_hook", "register_module_forward_hook",
+__all__ = ["Module", "Buffer", "register_module_forward_pre_hook", "register_module_forward_hook",
            "register_module_full_backward_hook"]
 
 _gstate = grad_mode.state
@@ -166,26 +166,24 @@ class _BackwardHook:
 
     def setup_input_hook(self, args):
         from ...autograd.graph import record_multi
-        idx = [i for i, a in enumerate(args) if isinstance(a, Tensor)]
-        self.n_inputs = len(idx)
-        need = [i for i in idx if args[i]._rg]
+        self.n_inputs = len(args)
+        need = [i for i, a in enumerate(args) if isinstance(a, Tensor) and a._rg]
         if not need or not _gstate.enabled:
             return args
         self.input_wired = True
         ins = [args[i] for i in need]
         outs = [_alias(t) for t in ins]
-        pos = {i: j for j, i in enumerate(need)}
 
         def vjp(grads):
             if not isinstance(grads, list):       # the engine passes a one-output node's grad bare
                 grads = [grads]
             full = [None] * self.n_inputs
-            for n, i in enumerate(idx):
-                if i in pos:
-                    full[n] = grads[pos[i]]
+            for g, i in zip(grads, need):
+                full[i] = g
             full = self._run_hooks(full)
-            return tuple(full[idx.index(i)] for i in need)
+            return tuple(full[i] for i in need)
         record_multi("BackwardHookFunctionBackward", outs, ins, vjp)
+        outs[0].grad_fn.materialize = False
         args = list(args)
         for i, o in zip(need, outs):
             args[i] = o
@@ -227,6 +225,7 @@ class _BackwardHook:
                 self._run_hooks([None] * self.n_inputs)
             return tuple(full[tidx.index(i)] for i in idx)
         record_multi("BackwardHookFunctionBackward", outs, ins, vjp)
+        outs[0].grad_fn.materialize = False
         if single:
             return outs[0]
         new = list(seq)
@@ -698,8 +697,9 @@ class Module:
 
     def register_full_backward_hook(self, hook, prepend=False):
         """hook(module, grad_input, grad_output) -> None or replacement grad_input, called when the
-        gradients w.r.t. the module's inputs are computed. grad_input has one entry per tensor
-        positional argument (None where it needs no gradient); grad_output one per tensor output."""
+        gradients w.r.t. the module's inputs are computed. grad_input has one entry per positional
+        argument (None for non-tensors and tensors that need no gradient); grad_output one per
+        tensor output (None where no gradient arrived)."""
         if self._is_full_backward_hook is False:
             raise RuntimeError("Cannot use both regular backward hooks and full backward hooks on a "
                                "single Module. Please use only one of them.")
