@@ -1,12 +1,16 @@
-"""typer app: `tensorplug backends list [--json]`, `tensorplug demo`."""
+"""typer app: `tensorplug backends list|show|check`, `tensorplug info`, `tensorplug demo`.
+
+Exit codes: 0 success; 1 conformance failures; 2 usage errors (an unknown backend name, a bad
+option); 3 the backend exists but is not available here.
+"""
 from __future__ import annotations
 
 import json
 
 import typer
 
-app = typer.Typer(help="tensorplug: list and check backends, run the demo.", no_args_is_help=True,
-                  add_completion=False)
+app = typer.Typer(help="tensorplug: list, inspect and check backends; show the configuration; run the demo.",
+                  no_args_is_help=True, add_completion=False)
 backends_app = typer.Typer(help="Inspect compute and communication backends.", no_args_is_help=True)
 app.add_typer(backends_app, name="backends")
 
@@ -72,6 +76,11 @@ def list_backends(as_json: bool = typer.Option(False, "--json", help="Print JSON
         typer.echo(f"selection error: {e}")
     for p in broken:
         typer.echo(f"broken plugin {p['plugin']!r} ({p['origin']}): {p['error']}")
+
+
+from . import commands as _commands  # noqa: E402  (registers show, check and info)
+
+_commands.register(app, backends_app)
 
 
 @app.command()

@@ -31,6 +31,9 @@ _LAZY_MODULES = ("backends", "dispatch", "testing", "linalg", "nn", "optim", "ut
 def __getattr__(name):
     # modules that load on first use (keeps `import tensorplug` light)
     import importlib
+    if name in ("save", "load"):
+        from . import serialization
+        return getattr(serialization, name)
     if name in _LAZY_MODULES:
         return importlib.import_module(f"{__name__}.{name}")
     raise AttributeError(f"module 'tensorplug' has no attribute {name!r}")

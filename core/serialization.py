@@ -234,11 +234,11 @@ def _atomic_write(path, chunks):
     # O_EXCL: never follows or reuses someone else's file; mode 0o666 is reduced by the umask
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666)
     try:
-        try:
-            os.chmod(tmp, stat.S_IMODE(os.stat(path).st_mode))     # an existing file keeps its mode
-        except FileNotFoundError:
-            pass
         with os.fdopen(fd, "wb") as fh:
+            try:
+                os.chmod(tmp, stat.S_IMODE(os.stat(path).st_mode))     # an existing file keeps its mode
+            except FileNotFoundError:
+                pass
             _write_payload(fh, chunks)
             fh.flush()
             os.fsync(fh.fileno())

@@ -2,8 +2,10 @@
 
 conv: im2col as a strided view (`as_strided`) copied once into a (groups, C/groups * K, N * Out)
 matrix, then ONE matmul per group (a single batched `np.matmul`). conv_transpose: one matmul, then
-col2im as one strided accumulate per kernel offset. Pools: strided windows, or a gather through
-`max_pool_table` where padding makes windows ragged. No Python loop runs over pixels or batch items.
+col2im as one strided accumulate per kernel offset. max_pool: a running max over one strided slice
+per kernel offset (up to 32 offsets), else an argmax over copied windows (a gather through
+`max_pool_table` where padding makes windows ragged); avg_pool: a sum of strided slices. Loops run
+over kernel offsets only, never over pixels or batch items.
 """
 from __future__ import annotations
 
@@ -70,14 +72,65 @@ def conv_transpose(x, w, stride, padding, dilation, groups, out_size):
     return np.ascontiguousarray(y.swapaxes(0, 1))
 
 
+def _max_pool_by_offsets(x, kernel, stride, padding, dilation, out_size):
+    """Running max over one strided slice per kernel offset (no window copy). Padding holds the lowest
+    value and a slot only wins when strictly greater (or NaN), starting from each window's
+    first in-range slot: torch's rule, also for windows whose values are all -inf."""
+    S = x.shape[2:]
+    hi = tuple(max(0, (o - 1) * s + d * (k - 1) + 1 - n - p)
+               for o, s, d, k, n, p in zip(out_size, stride, dilation, kernel, S, padding))
+    floating = x.dtype.kind == "f"
+    low = -np.inf if floating else (np.iinfo(x.dtype).min if x.dtype.kind in "iu" else 0)
+    if any(padding) or any(hi):
+        x = np.pad(x, ((0, 0), (0, 0)) + tuple(zip(padding, hi)), constant_values=low)
+    lead = (slice(None), slice(None))
+    best = np.full(x.shape[:2] + tuple(out_size), low, dtype=x.dtype)
+    # slot (row-major over the kernel) of each window's first in-range position
+    first = np.zeros((), dtype=np.int64)
+    start = np.zeros((), dtype=np.int64)
+    offs = np.zeros((), dtype=np.int64)
+    for o, s, p, d, k, n in zip(out_size, stride, padding, dilation, kernel, S):
+        begin = np.arange(o, dtype=np.int64) * s - p
+        kfirst = np.maximum(0, -(begin // d))            # smallest j with begin + j*d >= 0
+        first = np.add.outer(first * k, kfirst)
+        start = np.add.outer(start * n, begin)
+        offs = np.add.outer(offs * n, np.arange(k, dtype=np.int64) * d)
+    has_nan = floating and bool(np.isnan(x).any())
+    slot = np.broadcast_to(first.astype(np.int32), best.shape).copy()
+    # masked selects (np.where, copyto(where=)) are several times slower than arithmetic here
+    for j, off in enumerate(_offsets(kernel)):
+        v = x[lead + tuple(slice(k * d, k * d + (o - 1) * s + 1, s)
+                           for k, d, o, s in zip(off, dilation, out_size, stride))]
+        upd = v > best
+        if has_nan:
+            upd |= np.isnan(v)                          # the last NaN of a window wins, as in torch
+        np.maximum(best, v, out=best)                   # NaN propagates
+        slot += upd * (np.int32(j) - slot)
+    idx = start + offs.reshape(-1)[slot]
+    return best, idx
+
+
+def _argmax(cols):
+    """First maximum along the last axis, or the last NaN where there is one."""
+    am = cols.argmax(axis=-1)
+    if cols.dtype.kind == "f":
+        nan = np.isnan(cols)
+        if nan.any():
+            last = cols.shape[-1] - 1 - nan[..., ::-1].argmax(axis=-1)
+            am = np.where(nan.any(axis=-1), last, am)
+    return am
+
+
 def max_pool(x, kernel, stride, padding, dilation, out_size):
     N, C = x.shape[:2]
     S = x.shape[2:]
     P, Kp = math.prod(out_size), math.prod(kernel)
+    if Kp <= 32:
+        return _max_pool_by_offsets(x, kernel, stride, padding, dilation, out_size)
     inside = all((o - 1) * s + d * (k - 1) + 1 <= n for o, s, d, k, n in zip(out_size, stride, dilation, kernel, S))
     if not any(padding) and inside:
         cols = _windows(x, kernel, stride, dilation, out_size).reshape(N, C, P, Kp)
-        am = cols.argmax(axis=-1)
+        am = _argmax(cols)
         # flat index = window start + offset of the winning slot
         start = np.zeros((), dtype=np.int64)
         off = np.zeros((), dtype=np.int64)
@@ -88,7 +141,7 @@ def max_pool(x, kernel, stride, padding, dilation, out_size):
     else:
         table = max_pool_table(S, kernel, stride, padding, dilation, out_size)
         cols = x.reshape(N, C, math.prod(S))[:, :, table]                     # (N, C, P, Kp)
-        am = cols.argmax(axis=-1)
+        am = _argmax(cols)
         idx = table[np.arange(P), am]
     values = np.take_along_axis(cols, am[..., None], axis=-1)
     shape = (N, C) + tuple(out_size)

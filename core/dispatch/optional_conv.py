@@ -35,8 +35,8 @@ OPTIONAL: dict[str, str] = {
     "max_pool": "max_pool(x, kernel, stride, padding, dilation, out_size) -> (values, indices): window i "
                 "covers positions i*stride - padding + j*dilation (j < kernel) inside the input (others "
                 "are skipped); values: the maxima (NaN propagates), indices: int64 flat (row-major over "
-                "the spatial dims) input index of the first maximum in row-major window order; both "
-                "(N, C, *out_size)",
+                "the spatial dims) input index of the first maximum in row-major window order (of the "
+                "last NaN where the window has one, as torch); both (N, C, *out_size)",
     "avg_pool": "avg_pool(x, kernel, stride, padding, out_size, count_include_pad, divisor_override) -> y: "
                 "sum over window i (positions i*stride - padding + j, j < kernel, inside the input) "
                 "divided by divisor_override if given, else by the count of window positions inside "
@@ -165,12 +165,26 @@ def max_pool(K, x, kernel, stride, padding, dilation, out_size):
     flat_table = K["from_numpy"](table.reshape(-1))
     xf = K["reshape"](x, (N, C, math.prod(S)))
     cols = K["reshape"](K["index"](xf, (slice(None), slice(None), flat_table)), (N, C, P, Kp))
-    am = K["argmax"](cols, 3, True)                                    # (N, C, P, 1)
+    am = argmax_last_nan(K, cols)                                      # (N, C, P, 1)
     values = K["gather"](cols, am, 3)
     slot = K["add"](am, K["from_numpy"](np.arange(P, dtype=np.int64).reshape(P, 1) * Kp))
     indices = K["index"](flat_table, (slot,))
     shape = (N, C) + tuple(out_size)
     return K["reshape"](values, shape), K["reshape"](indices, shape)
+
+
+def argmax_last_nan(K, cols):
+    """Index (keepdims) along the last axis of the first maximum, or of the last NaN where there is one."""
+    axis = len(cols.shape) - 1
+    am = K["argmax"](cols, axis, True)
+    if _dt(cols).startswith("float"):
+        nan = K["isnan"](cols)
+        has = K["any"](nan, (axis,), True)
+        if bool(K["to_numpy"](K["any"](has, None, False))):
+            flipped = K["astype"](K["flip"](nan, (axis,)), "int64")
+            last = K["sub"](cols.shape[axis] - 1, K["argmax"](flipped, axis, True))
+            am = K["where"](has, last, am)
+    return am
 
 
 def avg_pool(K, x, kernel, stride, padding, out_size, count_include_pad, divisor_override):

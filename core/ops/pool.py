@@ -17,7 +17,7 @@ import math
 import numpy as np
 
 from .. import dtypes as _dt
-from ..dispatch.optional_conv import avg_pool_divisor
+from ..dispatch.optional_conv import argmax_last_nan, avg_pool_divisor
 from ._core import Tensor, _gstate, _make, record
 from .conv import _batched, _const, _conv_t, _ntuple
 
@@ -325,7 +325,7 @@ def _adaptive_max_poolnd(nd, name, input, output_size, return_indices):
     xf = x.reshape(N, C, math.prod(S))
     ft = _const(x, table.reshape(-1), _dt.int64)._data
     cols = k["reshape"](k["index"](xf._data, (slice(None), slice(None), ft)), (N, C, P, Km))
-    am = k["argmax"](cols, 3, False)                                           # (N, C, P)
+    am = k["reshape"](argmax_last_nan(k, cols), (N, C, P))                    # torch's NaN rule too
     slot = k["add"](am, _const(x, np.arange(P) * Km, _dt.int64)._data)
     idx = _make(k["index"](ft, (slot,)), _dt.int64, k, x._dev)                 # (N, C, P)
     v = _take(xf, idx).reshape((N, C) + out)

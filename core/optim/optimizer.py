@@ -511,11 +511,11 @@ def _to_scalar(x):
 
 
 def _check_differentiable(differentiable, fused=None):
+    """`differentiable=True` (an optimizer step recorded for autograd) is not implemented;
+    `foreach`, `fused` and `capturable` are accepted for compatibility and change nothing."""
     if differentiable:
         raise NotImplementedError("differentiable=True (recording the optimizer step for autograd) is not "
                                   "supported by tensorplug optimizers")
-    if fused and differentiable:
-        raise RuntimeError("`fused` does not support `differentiable`")
 
 
 def _check_lr(lr):

@@ -120,6 +120,10 @@ MAX_CASES = [
     (2, (1, 1, 5, 5), 3, 2, 0, 1, True),
     (3, (1, 2, 4, 5, 4), 2, (1, 2, 1), (1, 0, 0), 1, True),
     (3, (1, 1, 5, 4, 4), (3, 2, 2), 2, 1, (1, 1, 2), False),
+    # more than 32 window slots: the NumPy kernel's strided-window / gather paths
+    (2, (1, 2, 9, 8), 6, 2, 0, 1, False),
+    (2, (1, 1, 8, 8), (6, 6), 1, 3, 1, True),
+    (3, (1, 1, 5, 4, 4), (4, 3, 3), 1, 1, 1, False),
 ]
 
 
@@ -433,3 +437,27 @@ def test_pool_modules_forward_and_gradients():
         assert gradgradcheck(lambda a, m=m, t=t: m(t * a), (T(1.5, requires_grad=True),))
     assert gradgradcheck(lambda t: nn.AvgPool3d(2, 1)(t), (T(rnd(1, 1, 3, 3, 3), requires_grad=True),))
     assert gradgradcheck(lambda t: nn.MaxPool1d(2, 1)(t), (T(rnd(1, 2, 5), requires_grad=True),))
+
+
+def test_max_pool_nan_propagates_with_torch_index():
+    """A NaN is the max of its window; with several, the last one's index (PyTorch 2.13's answer)."""
+    nan = float("nan")
+    x = T([[[1., nan, 2., nan, 0., 5.]]])
+    v, i = F.max_pool1d(x, 4, 2, return_indices=True)
+    assert np.isnan(f64(v)).all() and i.tolist() == [[[3, 3]]]
+    v, i = F.max_pool1d(x, 3, 3, return_indices=True)
+    assert i.tolist() == [[[1, 3]]]
+    v, i = F.max_pool2d(x.reshape(1, 1, 2, 3), 2, 1, return_indices=True)
+    assert i.tolist() == [[[[3, 1]]]]
+    v, i = F.adaptive_max_pool1d(x, 2, return_indices=True)
+    assert i.tolist() == [[[1, 3]]]
+    K = torch.zeros(1)._k
+    xn = rnd(1, 2, 9, 9, seed=30)
+    xn[0, 0, 2:5, 3] = nan
+    for k, p in (((2, 2), (0, 0)), ((3, 3), (1, 1)), ((6, 6), (0, 0)), ((6, 6), (3, 3))):
+        out = tuple(out_size(9, kk, pp, 1, 1, False) for kk, pp in zip(k, p))
+        a = K["max_pool"](xn, k, (1, 1), p, (1, 1), out)
+        b = DECOMPOSITIONS["max_pool"](K, xn, k, (1, 1), p, (1, 1), out)
+        np.testing.assert_array_equal(a[0], b[0])
+        np.testing.assert_array_equal(a[1], b[1])
+        assert np.isnan(a[0]).any()

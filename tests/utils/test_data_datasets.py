@@ -127,3 +127,18 @@ def test_random_split_default_generator_follows_manual_seed():
         tp.manual_seed(5)
         b = [list(p.indices) for p in random_split(range(8), [4, 4])]
     assert a == b
+
+
+def test_generic_subscription_like_typed_pytorch_code():
+    class Typed(Dataset[int]):
+        def __getitem__(self, i):
+            return i
+
+        def __len__(self):
+            return 2
+
+    class MySampler(data.Sampler[int]):
+        def __iter__(self):
+            return iter([1, 0])
+
+    assert [b.tolist() for b in data.DataLoader(Typed(), batch_size=2, sampler=MySampler())] == [[1, 0]]

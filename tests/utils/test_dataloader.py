@@ -386,3 +386,16 @@ def test_spawn_context():
     assert as_lists(loader) == as_lists(DataLoader(Range(5), batch_size=2))
     with pytest.raises(ValueError, match="start method"):
         DataLoader(Range(5), num_workers=1, multiprocessing_context="no-such-method")
+
+
+@MP
+def test_iteration_can_continue_after_a_worker_exception():
+    before = _children()
+    it = iter(DataLoader(FailsAt(6, bad=2), batch_size=None, num_workers=2, timeout=20))
+    got = [next(it), next(it)]
+    with pytest.raises(ValueError, match="sample 2 is broken"):
+        next(it)
+    got += list(it)                                                 # like PyTorch: the bad item is skipped
+    assert got == [0, 1, 3, 4, 5]
+    del it
+    assert_no_new_children(before)

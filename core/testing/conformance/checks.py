@@ -178,6 +178,10 @@ def run_sample(K, rec, dtype, sample) -> str | None:
     inputs = [a.value for a, _ in built] if rec.family == "pointwise" else None
     for j, (out, want, dt) in enumerate(zip(outs, wants, dts)):
         label = f"output {j}: " if len(outs) > 1 else ""
+        if want is None:
+            if out is not None:
+                return f"{label}returned {type(out).__name__}, expected None"
+            continue
         if rec.name == "to_numpy":
             if not isinstance(out, np.ndarray):
                 return f"returned {type(out).__name__}, not a numpy.ndarray"

@@ -28,6 +28,10 @@ class Dataset:
     def __add__(self, other):
         return ConcatDataset([self, other])
 
+    def __class_getitem__(cls, item):
+        # `class MyData(Dataset[Tensor])`, as typed PyTorch code writes it
+        return cls
+
 
 class IterableDataset(Dataset):
     """A stream-style data set: subclasses define `__iter__()`.

@@ -30,6 +30,10 @@ class Sampler:
     def __iter__(self):
         raise NotImplementedError(f"{type(self).__name__} must implement __iter__")
 
+    def __class_getitem__(cls, item):
+        # `class MySampler(Sampler[int])`, as typed PyTorch code writes it
+        return cls
+
 
 class SequentialSampler(Sampler):
     """0, 1, ..., len(data_source) - 1."""

@@ -163,7 +163,7 @@ def values(rng, dtype, shape, lo=None, hi=None):
     to the dtype's range, bools 50/50)."""
     shape = tuple(shape)
     if dtype == "bool":
-        return rng.random(shape) < 0.5
+        return np.asarray(rng.random(shape) < 0.5)
     if dtype in FLOAT:
         lo = -5.0 if lo is None else lo
         hi = 5.0 if hi is None else hi

@@ -135,7 +135,8 @@ def _argsort_ref(x, axis, descending, stable):
     out = np.empty(flat.shape, dtype=np.int64)
     for i, row in enumerate(flat):
         nan = np.isnan(row) if row.dtype.kind == "f" else np.zeros(row.shape, bool)
-        key = np.where(nan, 0, -row.astype(np.float64) if row.dtype.kind == "f" else -row)
+        # descending: ascending order of -x (floats) or ~x (integers: no overflow at the minimum)
+        key = np.where(nan, 0, -row) if row.dtype.kind == "f" else np.invert(row)
         out[i] = np.lexsort((key, ~nan))
     return np.moveaxis(out.reshape(xm.shape), -1, axis)
 
