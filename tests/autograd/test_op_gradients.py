@@ -169,6 +169,18 @@ CASES = [
          lambda: (r(3, 2), r(4, seed=1))),
     Case("embedding_bag_max", lambda w: F.embedding_bag(torch.tensor([[0, 2], [2, 1]]), w, mode="max") ** 2,
          lambda: (r(3, 2),)),
+    # nn: convolution and pooling
+    Case("conv2d", lambda x, w, b: F.conv2d(x, w, b, stride=(2, 1), padding=1, dilation=(1, 2)),
+         lambda: (r(1, 2, 4, 5), r(3, 2, 2, 2, seed=1), r(3, seed=2))),
+    Case("conv1d_groups_same", lambda x, w: F.conv1d(x, w, padding="same", groups=2),
+         lambda: (nc(1, 4, 5), r(2, 2, 2, seed=1))),
+    Case("conv_transpose1d", lambda x, w: F.conv_transpose1d(x, w, stride=2, output_padding=1),
+         lambda: (r(1, 2, 3), r(2, 2, 2))),
+    Case("max_pool2d", lambda x: F.max_pool2d(x, 2, stride=1, ceil_mode=True), lambda: (r(1, 1, 3, 3),)),
+    Case("avg_pool2d", lambda x: F.avg_pool2d(x, 2, padding=1, count_include_pad=False), lambda: (r(1, 1, 3, 3),)),
+    Case("adaptive_avg_pool2d", lambda x: F.adaptive_avg_pool2d(x, (2, 1)), lambda: (r(1, 2, 3, 3),)),
+    Case("adaptive_max_pool1d", lambda x: F.adaptive_max_pool1d(x, 2), lambda: (r(1, 2, 5),)),
+    Case("lp_pool2d", lambda x: F.lp_pool2d(x, 2, 2), lambda: (pos(1, 1, 4, 4),)),
     # nn: losses and padding
     Case("binary_cross_entropy", lambda a, b: F.binary_cross_entropy(a, b),
          lambda: (r(2, 3, low=0.1, high=0.9), r(2, 3, low=0.0, high=1.0, seed=1))),

@@ -442,3 +442,24 @@ def test_works_with_nn_parameters_when_available():
     opt.step()
     assert isinstance(w, nn.Parameter) and w.tolist() == [[0.5, 0.5], [0.5, 0.5]]
     assert type(opt.state[w]["momentum_buffer"]) is torch.Tensor
+
+
+def test_state_dict_survives_tensorplug_save_and_load():
+    import io
+    if not hasattr(torch, "save"):
+        pytest.skip("tensorplug.save is not available")
+    params = _params()
+    opt = optim.Adam([{"params": [params[0]]}, {"params": [params[1]], "lr": 0.02}], lr=0.05, amsgrad=True)
+    _train(opt, params, 0, 3)
+    buf = io.BytesIO()
+    torch.save(opt.state_dict(), buf)
+    buf.seek(0)
+    loaded = torch.load(buf)
+    resumed = [p.detach().clone().requires_grad_(True) for p in params]
+    opt2 = optim.Adam([{"params": [resumed[0]]}, {"params": [resumed[1]]}], lr=0.05, amsgrad=True)
+    opt2.load_state_dict(loaded)
+    assert opt2.param_groups[1]["lr"] == 0.02 and opt2.param_groups[0]["betas"] == (0.9, 0.999)
+    _train(opt, params, 3, 5)
+    _train(opt2, resumed, 3, 5)
+    for got, want in zip(_values(resumed), _values(params)):
+        np.testing.assert_array_equal(got, want)
