@@ -8,32 +8,16 @@
 The reference is a hand-written NumPy im2col (sliding_window_view, one GEMM forward, two GEMMs
 plus a col2im backward) doing the same work without a framework. The conv row is also timed with
 the frontend decompositions (a backend whose table lacks the native conv kernels). Medians over
---repeat runs after warm-up; a benchmark reports numbers and asserts nothing about time.
+--repeat runs after warm-up, interleaved with the reference; no goal is set for these rows.
 
-    python bench/conv.py [--repeat 20]
+    python bench/conv.py [--quick] [--repeat 20] [--no-torch]
 """
 from __future__ import annotations
-
-import argparse
-import statistics
-import time
 
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
-import tensorplug as torch
-import tensorplug.nn.functional as F
-
-
-def _median(fn, repeat, warmup=3):
-    for _ in range(warmup):
-        fn()
-    times = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times)
+import _harness as H
 
 
 def numpy_conv_fwd(x, w, b):
@@ -62,38 +46,56 @@ def numpy_conv_fwd_bwd(x, w, b, g):
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--repeat", type=int, default=20)
+    ap = H.parser(__doc__)
     args = ap.parse_args(argv)
+    batch = 4 if args.quick else 64
+    repeat = H.repeats(args, 20)
+    target = H.step_target(args) / 5
+    H.header("conv family", args, batch=batch)
+    import tensorplug as tp
+    import tensorplug.nn.functional as F
+    torch = H.get_torch(args)
+
     rng = np.random.default_rng(0)
-    xn = rng.standard_normal((64, 1, 28, 28)).astype(np.float32)
+    xn = rng.standard_normal((batch, 1, 28, 28)).astype(np.float32)
     wn = (rng.standard_normal((6, 1, 5, 5)) * 0.2).astype(np.float32)
     bn = rng.standard_normal(6).astype(np.float32)
-    gn = rng.standard_normal((64, 6, 24, 24)).astype(np.float32)
+    gn = rng.standard_normal((batch, 6, 24, 24)).astype(np.float32)
 
-    rows = []
-    t_np_f = _median(lambda: numpy_conv_fwd(xn, wn, bn), args.repeat)
-    t_np_fb = _median(lambda: numpy_conv_fwd_bwd(xn, wn, bn, gn), args.repeat)
-
-    def run(device=None):
-        x = torch.tensor(xn, device=device, requires_grad=True)
-        w = torch.tensor(wn, device=device, requires_grad=True)
-        b = torch.tensor(bn, device=device, requires_grad=True)
-        g = torch.tensor(gn, device=device)
+    def conv_fns(fw, device=None):
+        kw = {} if device is None else {"device": device}
+        x = fw.tensor(xn, requires_grad=True, **kw)
+        w = fw.tensor(wn, requires_grad=True, **kw)
+        b = fw.tensor(bn, requires_grad=True, **kw)
+        g = fw.tensor(gn, **kw)
+        conv2d = fw.nn.functional.conv2d
 
         def fwd():
-            with torch.no_grad():
-                return F.conv2d(x, w, b)
+            with fw.no_grad():
+                return conv2d(x, w, b)
 
         def fwd_bwd():
             x.grad = w.grad = b.grad = None
-            y = F.conv2d(x, w, b)
+            y = conv2d(x, w, b)
             y.backward(g)
-        return _median(fwd, args.repeat), _median(fwd_bwd, args.repeat)
+            return y, x.grad, w.grad, b.grad
+        return fwd, fwd_bwd
 
-    t_tp_f, t_tp_fb = run()
-    rows.append(("conv2d 64x1x28x28 * 6x1x5x5 forward", t_tp_f, t_np_f))
-    rows.append(("conv2d forward + backward", t_tp_fb, t_np_fb))
+    tp_f, tp_fb = conv_fns(tp)
+    ref = numpy_conv_fwd_bwd(xn, wn, bn, gn)
+    for name, got, want in zip(("y", "grad x", "grad w", "grad b"), tp_fb(), ref):
+        H.check_close(f"conv2d {name}", got.detach().numpy(), want)
+    th_f = th_fb = None
+    if torch is not None:
+        th_f, th_fb = conv_fns(torch)
+    shape = f"{batch}x1x28x28 * 6x1x5x5"
+    t = H.compare({"tensorplug": tp_f, "floor": lambda: numpy_conv_fwd(xn, wn, bn), "torch": th_f}, repeat, target)
+    H.result(f"conv2d {shape} forward", t["tensorplug"], t["floor"], floor_name="NumPy im2col",
+             torch=t.get("torch"), args=args)
+    t = H.compare({"tensorplug": tp_fb, "floor": lambda: numpy_conv_fwd_bwd(xn, wn, bn, gn), "torch": th_fb},
+                  repeat, target)
+    H.result(f"conv2d {shape} forward + backward", t["tensorplug"], t["floor"], floor_name="NumPy im2col + col2im",
+             torch=t.get("torch"), args=args)
 
     # the same through the decompositions: a backend without the native conv-family kernels
     from tensorplug.backends.numpy_backend import NumpyBackend
@@ -108,17 +110,20 @@ def main(argv=None):
             return {k: v for k, v in NumpyBackend.native_kernels(self).items() if k not in drop}
     try:
         registry.add(Decomposed())
-        t_d_f, t_d_fb = run("benchconv")
-        rows.append(("conv2d forward (decomposition)", t_d_f, t_np_f))
-        rows.append(("conv2d forward + backward (decomposition)", t_d_fb, t_np_fb))
-    except Exception as e:  # a registry that refuses run-time backends: skip the row
+        d_f, d_fb = conv_fns(tp, "benchconv")
+    except Exception as e:  # a registry that refuses run-time backends: skip the rows
         print(f"(decomposition rows skipped: {e})")
+    else:
+        t = H.compare({"tensorplug": d_f, "floor": lambda: numpy_conv_fwd(xn, wn, bn)}, repeat, target)
+        H.result(f"conv2d {shape} forward (decomposition)", t["tensorplug"], t["floor"], floor_name="NumPy im2col",
+                 args=args)
+        t = H.compare({"tensorplug": d_fb, "floor": lambda: numpy_conv_fwd_bwd(xn, wn, bn, gn)}, repeat, target)
+        H.result(f"conv2d {shape} forward + backward (decomposition)", t["tensorplug"], t["floor"],
+                 floor_name="NumPy im2col + col2im", args=args)
 
     # pooling of the conv output
-    p = torch.tensor(rng.standard_normal((64, 6, 24, 24)).astype(np.float32), requires_grad=True)
-    gp = torch.tensor(rng.standard_normal((64, 6, 12, 12)).astype(np.float32))
-    pn = p.detach().numpy()
-
+    pn = rng.standard_normal((batch, 6, 24, 24)).astype(np.float32)
+    gpn = rng.standard_normal((batch, 6, 12, 12)).astype(np.float32)
     quarters = [pn[..., i::2, j::2] for i in (0, 1) for j in (0, 1)]
 
     def np_maxpool():
@@ -127,17 +132,22 @@ def main(argv=None):
     def np_avgpool():
         return (quarters[0] + quarters[1] + quarters[2] + quarters[3]) * 0.25
 
-    for name, fn, ref in (("max_pool2d(2)", F.max_pool2d, np_maxpool), ("avg_pool2d(2)", F.avg_pool2d, np_avgpool)):
-        def step(fn=fn):
+    def pool_fn(fw, name):
+        p = fw.tensor(pn, requires_grad=True)
+        gp = fw.tensor(gpn)
+        fn = getattr(fw.nn.functional, name)
+
+        def step():
             p.grad = None
             fn(p, 2).backward(gp)
-        rows.append((f"{name} 64x6x24x24 forward + backward", _median(step, args.repeat),
-                     _median(ref, args.repeat)))
+        return step
 
-    print(f"{'case':<48}{'tensorplug ms':>15}{'numpy ms':>11}{'ratio':>8}")
-    for name, t, ref in rows:
-        print(f"{name:<48}{t * 1e3:>15.3f}{ref * 1e3:>11.3f}{t / ref:>8.2f}")
-    print("(pool rows: the NumPy column is the forward alone, four strided slices combined: a floor)")
+    for name, ref_fn in (("max_pool2d", np_maxpool), ("avg_pool2d", np_avgpool)):
+        fns = {"tensorplug": pool_fn(tp, name), "floor": ref_fn,
+               "torch": pool_fn(torch, name) if torch is not None else None}
+        t = H.compare(fns, repeat, target)
+        H.result(f"{name}(2) {batch}x6x24x24 forward + backward", t["tensorplug"], t["floor"],
+                 floor_name="NumPy forward only (four strided slices)", torch=t.get("torch"), args=args)
 
 
 if __name__ == "__main__":

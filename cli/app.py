@@ -83,16 +83,10 @@ from . import commands as _commands  # noqa: E402  (registers show, check and in
 _commands.register(app, backends_app)
 
 
-@app.command()
-def demo():
-    """Print the backends and run a small computation with gradients."""
-    import tensorplug as torch
-    list_backends(as_json=False)
-    typer.echo("")
-    x = torch.tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)
-    try:
-        y = (x @ x).sum()           # matmul arrives with the linear-algebra ops
-    except (AttributeError, TypeError, NotImplementedError):
-        y = (x * x).sum()
-    y.backward()
-    typer.echo(f"x = {x}\ny = {y}\ndy/dx = {x.grad}")
+from .demo import demo as _demo  # noqa: E402  (trains a CNN on the digits that ship with tensorplug)
+
+app.command("demo")(_demo)
+
+from . import run as _run  # noqa: E402  (`tensorplug run -n N script.py`: the MPI launcher)
+
+_run.register(app)

@@ -44,6 +44,7 @@ class Tensor:
     _base = None                      # the tensor this one is a view of
     _acc = None                       # weakref to this leaf's AccumulateGrad node
     _hooks = None
+    _post_acc_hooks = None            # [hook(tensor)] run after .grad was accumulated (leaves)
     _retains_grad = False
 
     def __new__(cls, *args, **kwargs):
@@ -180,6 +181,19 @@ class Tensor:
         self._hooks.append(hook)
         from .autograd.graph import _RemovableHandle
         return _RemovableHandle(self._hooks, hook)
+
+    def register_post_accumulate_grad_hook(self, hook):
+        """Call hook(tensor) after backward has accumulated a gradient into this leaf's `.grad`
+        (the hook reads or changes `tensor.grad` in place; its return value is ignored)."""
+        if not self._rg:
+            raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
+        if self.grad_fn is not None:
+            raise RuntimeError("post accumulate grad hooks cannot be registered on non-leaf tensors")
+        if self._post_acc_hooks is None:
+            self._post_acc_hooks = []
+        self._post_acc_hooks.append(hook)
+        from .autograd.graph import _RemovableHandle
+        return _RemovableHandle(self._post_acc_hooks, hook)
 
     def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
         from .autograd import backward

@@ -1,25 +1,14 @@
-"""The MPI communication backend (registration only; collectives arrive with the distributed issue)."""
-from tensorplug.dispatch import CommunicationBackend, hookimpl
+"""The MPI communication backend ("mpi"): collectives on backend arrays through mpi4py.
 
+Registered through the same `tensorplug_register_backends` hook a third-party plugin uses. Importing
+this module is cheap: mpi4py's `MPI` module (which loads and initializes the MPI library) is imported
+only when a process group is created. See `backend.py` for the communication SPI it implements.
+"""
+from tensorplug.dispatch import hookimpl
 
-class MpiBackend(CommunicationBackend):
-    name = "mpi"
+from .backend import MpiBackend, MpiRequest
 
-    @property
-    def version(self):
-        """mpi4py's version, or "-" where mpi4py is not installed."""
-        try:
-            import mpi4py
-        except Exception:
-            return "-"
-        return mpi4py.__version__
-
-    def is_available(self):
-        try:
-            import mpi4py  # noqa: F401
-        except Exception as e:
-            return False, f"mpi4py is not importable ({type(e).__name__}: {e}); install tensorplug[mpi]"
-        return False, "the MPI collectives of this backend are not implemented yet"
+__all__ = ["MpiBackend", "MpiRequest"]
 
 
 @hookimpl

@@ -58,6 +58,25 @@ def _erf(x, out=None):
     return _arr(r)
 
 
+_rint = _pointwise(np.rint)
+_sign_kernel = _pointwise(np.sign)
+
+
+def _round(x, out=None):
+    if x.dtype.kind in "iub":       # integers are already round; np.rint would return floats
+        if out is None:
+            return x.copy()
+        np.copyto(out, x)
+        return out
+    return _rint(x, out=out)
+
+
+def _sign(x, out=None):
+    if x.dtype.kind == "b":         # sign of a bool is itself
+        return x.copy() if out is None else (np.copyto(out, x), out)[1]
+    return _sign_kernel(x, out=out)
+
+
 def _sigmoid(x, out=None):
     # exp of -|x| never overflows; pick the stable branch per sign
     e = np.exp(-np.abs(x))
@@ -69,8 +88,9 @@ def _sigmoid(x, out=None):
 
 
 def _reduce(fn):
+    # NumPy widens small integers by default; the SPI keeps x's dtype unless told otherwise
     def kernel(x, axes, keepdims, dtype=None):
-        return _arr(fn(x, axis=axes, keepdims=keepdims, dtype=dtype))
+        return _arr(fn(x, axis=axes, keepdims=keepdims, dtype=dtype or x.dtype))
     return kernel
 
 
@@ -136,22 +156,26 @@ def index_put(x, key, values, accumulate):
         x[key] = values
 
 
-def scatter(x, idx, src, axis):
-    if not isinstance(src, ndarray):
-        src = np.asarray(src, dtype=x.dtype)
-    np.put_along_axis(x, idx, np.broadcast_to(src, idx.shape) if src.ndim == 0 else src[_prefix(idx)], axis)
-
-
 def _prefix(idx):
     return tuple(slice(0, n) for n in idx.shape)
 
 
-def scatter_add(x, idx, src, axis):
-    # np.add.at sums duplicates; build the full index tuple for the scattered axis
-    src = src[_prefix(idx)]
+def _scatter_key(idx, axis):
+    # full index tuple: idx along `axis`, positions of idx elsewhere (idx may be smaller than x)
     grids = list(np.indices(idx.shape, sparse=True))
     grids[axis] = idx
-    np.add.at(x, tuple(grids), src)
+    return tuple(grids)
+
+
+def scatter(x, idx, src, axis):
+    if not isinstance(src, ndarray) or src.ndim == 0:
+        x[_scatter_key(idx, axis)] = src
+    else:
+        x[_scatter_key(idx, axis)] = src[_prefix(idx)]
+
+
+def scatter_add(x, idx, src, axis):
+    np.add.at(x, _scatter_key(idx, axis), src[_prefix(idx)])   # add.at sums duplicates
 
 
 def solve(a, b):
@@ -163,8 +187,10 @@ def inv(a):
 
 
 def uniform(state, shape, dtype):
-    return _arr(state.random(shape, dtype=np.float64 if dtype not in ("float32",) else np.float32)
-                .astype(dtype, copy=False))
+    r = state.random(shape, dtype=np.float64 if dtype not in ("float32",) else np.float32).astype(dtype, copy=False)
+    if dtype == "float16":      # rounding to float16 can reach 1.0; keep draws in [0, 1)
+        np.minimum(r, np.nextafter(np.float16(1), np.float16(0)), out=r)
+    return _arr(r)
 
 
 def normal(state, shape, dtype):
@@ -205,6 +231,8 @@ def clip(x, lo, hi):
 def build() -> dict:
     k = {name: _pointwise(fn) for name, fn in _UFUNCS.items() if fn is not None}
     k["erf"] = _erf
+    k["round"] = _round
+    k["sign"] = _sign
     k["sigmoid"] = _sigmoid
     assert all(n in k for n in (*UNARY, *BINARY))
     k.update(
@@ -229,7 +257,7 @@ def build() -> dict:
         broadcast_to=lambda x, shape: np.broadcast_to(x, shape),
         slice=lambda x, key: x[key + (Ellipsis,)] if Ellipsis not in key else x[key],  # always a view
         diagonal=lambda x, offset, a1, a2: np.diagonal(x, offset, a1, a2),
-        flip=lambda x, axes: np.flip(x, axes),
+        flip=lambda x, axes: _arr(np.flip(x, axes)),
         concat=lambda xs, axis: np.concatenate(xs, axis=axis),
         pad=pad,
         index=lambda x, key: _arr(x[key]),

@@ -28,6 +28,19 @@ class _Anomaly:
 
 anomaly = _Anomaly()
 
+# one list of final callbacks per backward pass now running (the innermost last); see queue_callback
+_final_callbacks: list = []
+
+
+def queue_callback(callback):
+    """Run `callback()` when the backward pass that is running now has processed its whole graph,
+    before `backward()` / `autograd.grad()` returns (like PyTorch's
+    `Variable._execution_engine.queue_callback`). Callable only during a backward pass (from a
+    hook); callbacks run in the order queued and may queue more."""
+    if not _final_callbacks:
+        raise RuntimeError("Final callbacks can only be installed during backward pass.")
+    _final_callbacks[-1].append(callback)
+
 
 def _collect(roots, want_parents):
     """Every node reachable from `roots`: how many edges point at each, and (if wanted) who
@@ -127,6 +140,8 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, targets=None
 
     prev = _state.enabled
     _state.enabled = bool(create_graph)
+    callbacks = []
+    _final_callbacks.append(callbacks)
     try:
         ready = [n for n in {id(n): n for n, _ in roots}.values() if deps[n] == 0]
         while ready:
@@ -172,7 +187,10 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, targets=None
                 deps[child] = d
                 if d == 0:
                     ready.append(child)
+        while callbacks:
+            callbacks.pop(0)()
     finally:
+        _final_callbacks.pop()
         _state.enabled = prev
 
     if targets is not None:
@@ -286,3 +304,7 @@ def _accumulate(var, g, create_graph):
         var.grad = var.grad + g
     else:
         var.grad._iadd_data(g)
+    hooks = var._post_acc_hooks
+    if hooks:
+        for h in list(hooks):
+            h(var)

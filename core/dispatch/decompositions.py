@@ -20,8 +20,11 @@ def log1p(K, x):
     u = K["add"](x, 1)
     d = K["sub"](u, 1)
     small = K["eq"](d, 0)
-    safe_d = K["where"](small, K["full"]((), 1, _dt(K, x)), d)
-    return K["where"](small, x, K["div"](K["mul"](K["log"](u), x), safe_d))
+    # u - 1 == 0 (tiny x) and u == inf (x == inf) both make the identity 0/0: use x itself there
+    exact_x = K["logical_or"](small, K["eq"](x, float("inf")))
+    safe_d = K["where"](exact_x, K["full"]((), 1, _dt(K, x)), d)
+    # x / (u - 1) is close to 1, so this never overflows where log(u) * x would
+    return K["where"](exact_x, x, K["mul"](K["log"](u), K["div"](x, safe_d)))
 
 
 def expm1(K, x):
@@ -103,8 +106,9 @@ def randperm(K, state, n, dtype):
 
 def bernoulli(K, state, p):
     dtype = _dt(K, p)
-    u = K["uniform"](state, p.shape, dtype)
-    return K["astype"](K["lt"](u, p), dtype)
+    # draw in float64: uniform draws rounded to float16 can reach 1.0 and bias the result
+    u = K["uniform"](state, p.shape, "float64")
+    return K["astype"](K["lt"](u, K["astype"](p, "float64")), dtype)
 
 
 def _dt(K, x):

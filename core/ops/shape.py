@@ -828,6 +828,8 @@ def flip(input, *dims, **kwargs):
     if isinstance(dims, tuple) and len(dims) == 1 and isinstance(dims[0], (list, tuple)):
         dims = dims[0]
     axes = _dim_list(dims, input.ndim)
+    if input.ndim == 0:
+        axes = ()           # dim 0 (or -1) of a 0-d tensor names the tensor itself: nothing to reverse
     k = input._k
     data = k["copy"](k["flip"](input._data, axes) if axes else input._data)
     return _new(input, data, "FlipBackward0", lambda g: flip(g, axes))

@@ -3,7 +3,6 @@ references that do not lean on the NumPy backend."""
 from pathlib import Path
 
 import numpy as np
-import pytest
 
 import tensorplug.testing.conformance.opdb as opdb_pkg
 from tensorplug.dispatch.backend_api import OPTIONAL, REQUIRED

@@ -62,12 +62,6 @@ def test_list_reports_a_configuration_error(monkeypatch):
     assert "selection error: environment TENSORPLUG_BACKEND_CPU asks for backend 'nonesuch'" in out
 
 
-def test_demo_runs():
-    """The demo prints the backends and a gradient."""
-    out = _invoke("demo")
-    assert "numpy" in out and "dy/dx = tensor(" in out
-
-
 def test_python_dash_m_and_console_script():
     """`python -m tensorplug` and the installed `tensorplug` script both run the app."""
     r = subprocess.run([sys.executable, "-m", "tensorplug", "backends", "list"], capture_output=True,

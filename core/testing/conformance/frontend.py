@@ -106,7 +106,8 @@ grad("pow_scalar", lambda x: x ** 3, ins(U(2, 3)))
 grad("atan2", lambda x, y: t().atan2(x, y), ins(U(2, 3), away(2, 3, lo=0.5)))
 grad("maximum", lambda x, y: t().maximum(x, y), ins(distinct(2, 3), distinct(2, 3, gap=0.31)))
 grad("minimum", lambda x, y: t().minimum(x, y), ins(distinct(2, 3), distinct(2, 3, gap=0.31)))
-grad("clamp", lambda x: t().clamp(x, -0.5, 0.5), ins(lambda rng: np.array([[-0.9, -0.3, 0.1], [0.45 - 0.1, 0.7, -0.6]])))
+grad("clamp", lambda x: t().clamp(x, -0.5, 0.5),             # values away from the bounds
+     ins(lambda rng: np.array([[-0.9, -0.3, 0.1], [0.35, 0.7, -0.6]])))
 grad("where", lambda c, x, y: t().where(c, x, y),
      ins(Const(np.array([[True, False, True], [False, False, True]])), U(2, 3), U(3)))
 grad("relu", lambda x: F().relu(x), ins(away(2, 3)), family="nn", available=_has("relu"))
@@ -306,6 +307,9 @@ def check_results_stay(backend, device):
             "softmax": tp.softmax(x, 1), "sigmoid": tp.sigmoid(x)}
     for name, r in outs.items():
         _on(r, backend, device, name)
+    picked = x[tp.tensor([-1, 0, -1], device=device)]          # negative and repeated indices
+    if picked.tolist() != [[3.0, 4.0], [1.0, 2.0], [3.0, 4.0]]:
+        raise CheckFailure(f"x[[-1, 0, -1]] is {picked.tolist()}")
     (x * x).sum().backward()
     _on(x.grad, backend, device, "the gradient of x * x")
     if x.grad.tolist() != [[2.0, 4.0], [6.0, 8.0]]:

@@ -49,7 +49,8 @@ class A:
 
     def __repr__(self):
         v = self.value
-        lay = "" if self.layout == "C" else f" {dict(T='transposed', S='strided', R='reversed', B='broadcast')[self.layout]}"
+        names = {"T": " transposed", "S": " strided", "R": " reversed", "B": " broadcast"}
+        lay = names.get(self.layout, "")
         return f"{v.dtype.name}{list(v.shape)}{lay}"
 
 

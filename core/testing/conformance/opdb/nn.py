@@ -38,9 +38,12 @@ def _conv_samples(dt, rng):
     v = lambda *s: values(rng, dt, s, -2, 2)  # noqa: E731
     return [
         Sample((A(v(2, 3, 7)), A(v(4, 3, 3)), (1,), ((0, 0),), (1,), 1), desc="1-d"),
-        Sample((A(v(1, 2, 8)), A(v(2, 2, 2)), (2,), ((1, 2),), (2,), 1), desc="1-d, stride 2, padding (1, 2), dilation 2"),
-        Sample((A(v(2, 4, 5, 5)), A(v(4, 2, 3, 3)), (1, 2), ((1, 1), (0, 1)), (1, 1), 2), desc="2-d, 2 groups"),
-        Sample((A(v(1, 2, 4, 6), "T"), A(v(3, 2, 2, 3)), (1, 1), ((0, 0), (0, 0)), (1, 1), 1), desc="2-d, transposed x"),
+        Sample((A(v(1, 2, 8)), A(v(2, 2, 2)), (2,), ((1, 2),), (2,), 1),
+               desc="1-d, stride 2, padding (1, 2), dilation 2"),
+        Sample((A(v(2, 4, 5, 5)), A(v(4, 2, 3, 3)), (1, 2), ((1, 1), (0, 1)), (1, 1), 2),
+               desc="2-d, 2 groups"),
+        Sample((A(v(1, 2, 4, 6), "T"), A(v(3, 2, 2, 3)), (1, 1), ((0, 0), (0, 0)), (1, 1), 1),
+               desc="2-d, transposed x"),
         Sample((A(v(1, 2, 4, 4, 4)), A(v(2, 1, 2, 2, 2), "S"), (2, 1, 1), ((0, 0), (1, 0), (0, 1)), (1, 2, 1), 2),
                desc="3-d, depthwise-ish groups, strided w"),
         Sample((A(v(0, 2, 5)), A(v(3, 2, 2)), (1,), ((0, 0),), (1,), 1), desc="empty batch"),

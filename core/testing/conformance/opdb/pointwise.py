@@ -48,10 +48,15 @@ for _n, _f in (("exp", np.exp), ("log", np.log), ("sqrt", np.sqrt), ("sin", np.s
                ("tanh", np.tanh), ("erf", _erf)):
     unary(_n, FLOAT, _f)
 unary("tan", FLOAT, np.tan, lo=-1.4, hi=1.4, edge_filter=lambda e: np.abs(e) < 1e4)
-unary("floor", NUMERIC, np.floor)
-unary("ceil", NUMERIC, np.ceil)
-unary("round", NUMERIC, np.rint, doc="round half to even")
-unary("trunc", NUMERIC, np.trunc)
+def _integers_unchanged(f):
+    # rounding an integer is the identity; a float64 detour would lose large int64 values
+    return lambda a: a.copy() if a.dtype.kind in "iub" else f(a)
+
+
+unary("floor", NUMERIC, _integers_unchanged(np.floor))
+unary("ceil", NUMERIC, _integers_unchanged(np.ceil))
+unary("round", NUMERIC, _integers_unchanged(np.rint), doc="round half to even")
+unary("trunc", NUMERIC, _integers_unchanged(np.trunc))
 unary("logical_not", ALL, np.logical_not, out_dtype="bool")
 unary("bitwise_not", INTBOOL, np.invert, errors=[ErrorCase(
     "bitwise_not of a float tensor", lambda T: _torch().bitwise_not(T([1.5])))])

@@ -1,0 +1,127 @@
+"""all_reduce through tensorplug.distributed next to raw mpi4py Allreduce on the same NumPy buffers.
+
+For float32 messages from 4 B to 64 MiB (2 ranks by default) it times
+* tensorplug: `dist.all_reduce(t)` on a tensor whose data is the NumPy buffer (in place; messages
+  over 4 MiB go in 4 MiB pieces, as the MPI notes advise);
+* raw: `comm.Allreduce(a, b)` (mpi4py's buffer API, separate send and receive buffers);
+* raw in-place: `comm.Allreduce(MPI.IN_PLACE, a)`,
+and reports the ratio tensorplug / raw per size and the difference in microseconds. Times are
+medians over trials (each trial: a barrier, then a loop of calls long enough to time); the methods
+alternate trial by trial. A benchmark reports numbers; it asserts nothing.
+
+    python bench/allreduce.py [--ranks 2] [--max-mib 64] [--trials 15]   # starts its own ranks
+    tensorplug run -n 2 bench/allreduce.py                               # the same
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+_LAUNCHED = ("PMI_RANK", "PMI_SIZE", "OMPI_COMM_WORLD_RANK", "MPI_LOCALRANKID", "PMIX_RANK")
+
+
+def under_mpi_launcher() -> bool:
+    return any(k in os.environ for k in _LAUNCHED)
+
+
+def relaunch(ranks, argv):
+    """Run this script under `tensorplug run -n ranks` and return its exit code."""
+    cmd = [sys.executable, "-m", "tensorplug", "run", "-n", str(ranks), os.path.abspath(__file__), *argv]
+    env = dict(os.environ)
+    for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+        env.setdefault(var, "1")
+    return subprocess.call(cmd, env=env)
+
+
+def sizes(max_bytes):
+    s, out = 4, []
+    while s <= max_bytes:
+        out.append(s)
+        s *= 4
+    return out
+
+
+def fmt_bytes(n):
+    for unit, div in (("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= div:
+            return f"{n // div} {unit}"
+    return f"{n} B"
+
+
+def fmt_time(s):
+    return f"{s * 1e3:.2f} ms" if s >= 1e-3 else f"{s * 1e6:.1f} us"
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--ranks", type=int, default=2, help="processes to start when not launched by MPI")
+    parser.add_argument("--max-mib", type=int, default=64)
+    parser.add_argument("--trials", type=int, default=15)
+    parser.add_argument("--min-trial-s", type=float, default=0.004, help="length of one timed loop")
+    args = parser.parse_args(argv)
+    if not under_mpi_launcher():
+        return relaunch(args.ranks, sys.argv[1:] if argv is None else argv)
+
+    import tensorplug as torch
+    import tensorplug.distributed as dist
+    dist.init_process_group("mpi")
+    from mpi4py import MPI
+    comm = MPI.COMM_WORLD
+    rank, world = comm.rank, comm.size
+
+    def timed(fn, reps):
+        comm.Barrier()
+        t0 = time.perf_counter()
+        for _ in range(reps):
+            fn()
+        dt = (time.perf_counter() - t0) / reps
+        return comm.allreduce(dt, op=MPI.MAX)           # the slowest rank's time (pickled float: fine)
+
+    if rank == 0:
+        print(f"all_reduce (sum, float32), {world} ranks, {MPI.Get_library_version().splitlines()[0].strip()}; "
+              f"median of {args.trials} trials")
+        print(f"{'size':>8}  {'tensorplug':>10}  {'raw':>10}  {'raw in-place':>12}  {'tp/raw':>6}  "
+              f"{'tp/in-place':>11}  {'tp-raw':>9}")
+    rows = []
+    for nbytes in sizes(args.max_mib << 20):
+        a = np.zeros(max(1, nbytes // 4), np.float32)
+        b = np.empty_like(a)
+        t = torch.from_numpy(a)
+        methods = {
+            "tp": lambda: dist.all_reduce(t),
+            "raw": lambda: comm.Allreduce(a, b, MPI.SUM),
+            "raw_ip": lambda: comm.Allreduce(MPI.IN_PLACE, a, MPI.SUM),
+        }
+        # calibrate the loop length on the raw call
+        est = timed(methods["raw"], 3)
+        reps = max(1, min(20000, int(args.min_trial_s / max(est, 1e-7))))
+        reps = comm.bcast(reps, root=0)
+        for fn in methods.values():
+            timed(fn, reps)                               # warm up
+        times = {k: [] for k in methods}
+        for _ in range(args.trials):
+            for k, fn in methods.items():
+                times[k].append(timed(fn, reps))
+        med = {k: statistics.median(v) for k, v in times.items()}
+        rows.append((nbytes, med))
+        if rank == 0:
+            print(f"{fmt_bytes(nbytes):>8}  {fmt_time(med['tp']):>10}  {fmt_time(med['raw']):>10}  "
+                  f"{fmt_time(med['raw_ip']):>12}  {med['tp'] / med['raw']:6.2f}  "
+                  f"{med['tp'] / med['raw_ip']:11.2f}  {(med['tp'] - med['raw']) * 1e6:+8.1f}us")
+    if rank == 0:
+        big = [m["tp"] / m["raw"] for n, m in rows if n >= 256 << 10]
+        small = [(m["tp"] - m["raw"]) * 1e6 for n, m in rows if n < 256 << 10]
+        print(f"goal: tensorplug within 10% of raw for >= 256 KiB (worst ratio {max(big, default=0):.2f}); "
+              f"within 20 us for small messages (worst {max(small, default=0):+.1f} us)")
+    dist.destroy_process_group()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,295 @@
+"""Point-to-point operations and collectives on tensors.
+
+Every process of the group must call a collective, in the same order, with tensors of the same
+shape and dtype. Results are written into the given tensors in place (their data; no autograd: see
+`tensorplug.distributed.nn.functional` for differentiable versions). `src` / `dst` are global ranks.
+With `async_op=True` (and for isend / irecv) a `Work` is returned: the tensors hold the result
+after `work.wait()`. A process that is not a member of `group` does nothing and gets None.
+"""
+from __future__ import annotations
+
+from ..tensor import Tensor, _make
+from .process_group import _world, _state, resolve
+from .reduce_op import ReduceOp, as_reduce_op
+from .work import Work
+
+__all__ = ["send", "recv", "isend", "irecv", "all_reduce", "broadcast", "reduce", "all_gather",
+           "all_gather_into_tensor", "gather", "scatter", "reduce_scatter", "reduce_scatter_tensor",
+           "barrier"]
+
+_SUM = ReduceOp.SUM
+
+
+def _check(t, what="tensor"):
+    if not isinstance(t, Tensor):
+        raise TypeError(f"{what} must be a tensorplug.Tensor, got {type(t).__name__}")
+
+
+def _check_list(lst, like, n, what):
+    if not isinstance(lst, (list, tuple)):
+        raise TypeError(f"{what} must be a list of tensors, got {type(lst).__name__}")
+    if len(lst) != n:
+        raise ValueError(f"{what} must have one tensor per process of the group ({n}), got {len(lst)}")
+    for i, t in enumerate(lst):
+        _check(t, f"{what}[{i}]")
+        if t._dtype is not like._dtype or tuple(t._data.shape) != tuple(like._data.shape):
+            raise RuntimeError(f"{what}[{i}] is a {t._dtype.name} tensor of shape {list(t.shape)}; "
+                               f"expected {like._dtype.name} of shape {list(like.shape)} (like the input)")
+        if t._k is not like._k:
+            raise RuntimeError(f"{what}[{i}] is on {t.device}, the input on {like.device}")
+
+
+def _peer(pg, rank, what):
+    r = pg.group_rank(rank, what)
+    if r == pg.handle.rank:
+        raise ValueError(f"invalid {what} {rank}: it is the rank of this process")
+    return r
+
+
+def _op_name(op, t):
+    op = as_reduce_op(op)
+    dt = t._dtype
+    if op is ReduceOp.AVG:
+        if not dt.is_floating_point:
+            raise RuntimeError(f"ReduceOp.AVG needs a floating-point tensor, got {dt.name}")
+        return "sum", True
+    if op.value in ("band", "bor", "bxor") and dt.is_floating_point:
+        raise RuntimeError(f"ReduceOp.{op.name} needs an integer or bool tensor, got {dt.name}")
+    return op.value, False
+
+
+def _divider(t, n):
+    k = t._k
+    n = float(n)
+    return lambda: k["div"](t._data, n, out=t._data)
+
+
+# -- point to point --------------------------------------------------------------------------------
+def send(tensor, dst, group=None, tag=0) -> None:
+    """Send `tensor` to global rank `dst`; returns when the buffer may be reused."""
+    pg = _state.world if group is None else resolve(group)
+    if pg is None:
+        _world()
+        return None
+    _check(tensor)
+    pg.backend.send(tensor._data, _peer(pg, dst, "destination rank"), tag, pg.handle)
+
+
+def recv(tensor, src=None, group=None, tag=0) -> int:
+    """Receive into `tensor` (preallocated, of the sent shape and dtype) from global rank `src`
+    (None: from any process). Returns the sender's global rank."""
+    pg = _state.world if group is None else resolve(group)
+    if pg is None:
+        _world()
+        return -1
+    _check(tensor)
+    s = None if src is None else _peer(pg, src, "source rank")
+    got = pg.backend.recv(tensor._data, s, tag, pg.handle)
+    tensor._bump_version()
+    return pg.global_rank(got)
+
+
+def isend(tensor, dst, group=None, tag=0):
+    """Start sending `tensor`; returns a Work (don't modify the tensor before `wait()`)."""
+    pg = _state.world if group is None else resolve(group)
+    if pg is None:
+        _world()
+        return None
+    _check(tensor)
+    return Work(pg.backend.isend(tensor._data, _peer(pg, dst, "destination rank"), tag, pg.handle), None, pg)
+
+
+def irecv(tensor, src=None, group=None, tag=0):
+    """Start receiving into `tensor`; returns a Work (the data is there after `wait()`)."""
+    pg = _state.world if group is None else resolve(group)
+    if pg is None:
+        _world()
+        return None
+    _check(tensor)
+    s = None if src is None else _peer(pg, src, "source rank")
+    tensor._bump_version()
+    return Work(pg.backend.irecv(tensor._data, s, tag, pg.handle), None, pg)
+
+
+# -- collectives -------------------------------------------------------------------------------------
+def all_reduce(tensor, op=_SUM, group=None, async_op=False):
+    """Reduce `tensor` over the group with `op`; every process gets the result in `tensor`."""
+    pg = _state.world if group is None else resolve(group)
+    if pg is None:
+        _world()
+        return None
+    if tensor.__class__ is not Tensor:
+        _check(tensor)
+    if op is _SUM and tensor._dtype.name != "bool":
+        name, avg = "sum", False
+    else:
+        name, avg = _op_name(op, tensor)
+    tensor._bump_version()
+    req = pg.backend.all_reduce(tensor._data, name, pg.handle, async_op)
+    post = _divider(tensor, pg.handle.size) if avg else None
+    if async_op:
+        return Work(req, post, pg)
+    if post is not None:
+        post()
+    return None
+
+
+def broadcast(tensor, src, group=None, async_op=False):
+    """Copy `tensor` of global rank `src` into `tensor` of every process of the group."""
+    pg = _state.world if group is None else resolve(group)
+    if pg is None:
+        _world()
+        return None
+    _check(tensor)
+    root = pg.group_rank(src, "source rank")
+    tensor._bump_version()
+    req = pg.backend.broadcast(tensor._data, root, pg.handle, async_op)
+    return Work(req, None, pg) if async_op else None
+
+
+def reduce(tensor, dst, op=_SUM, group=None, async_op=False):
+    """Reduce `tensor` over the group into `tensor` of global rank `dst` (the other processes'
+    tensors are left as they were)."""
+    pg = _state.world if group is None else resolve(group)
+    if pg is None:
+        _world()
+        return None
+    _check(tensor)
+    name, avg = _op_name(op, tensor)
+    root = pg.group_rank(dst, "destination rank")
+    tensor._bump_version()
+    req = pg.backend.reduce(tensor._data, root, name, pg.handle, async_op)
+    post = _divider(tensor, pg.handle.size) if avg and root == pg.handle.rank else None
+    if async_op:
+        return Work(req, post, pg)
+    if post is not None:
+        post()
+    return None
+
+
+def all_gather(tensor_list, tensor, group=None, async_op=False):
+    """Every process gets every process's `tensor`: tensor_list[i] receives group rank i's."""
+    pg = _state.world if group is None else resolve(group)
+    if pg is None:
+        _world()
+        return None
+    _check(tensor)
+    _check_list(tensor_list, tensor, pg.handle.size, "tensor_list")
+    for t in tensor_list:
+        t._bump_version()
+    req = pg.backend.all_gather([t._data for t in tensor_list], tensor._data, pg.handle, async_op)
+    return Work(req, None, pg) if async_op else None
+
+
+def all_gather_into_tensor(output_tensor, input_tensor, group=None, async_op=False):
+    """Like all_gather, into one tensor: `output_tensor` has size * input's numel elements, either
+    stacked (shape (size, *input.shape)) or concatenated along dim 0."""
+    pg = _state.world if group is None else resolve(group)
+    if pg is None:
+        _world()
+        return None
+    _check(output_tensor, "output_tensor")
+    _check(input_tensor, "input_tensor")
+    if output_tensor._dtype is not input_tensor._dtype:
+        raise RuntimeError(f"output_tensor is {output_tensor._dtype.name}, input_tensor "
+                           f"{input_tensor._dtype.name}: they must have the same dtype")
+    if output_tensor.numel() != input_tensor.numel() * pg.handle.size:
+        raise RuntimeError(f"output_tensor must have world size ({pg.handle.size}) times the elements of "
+                           f"input_tensor ({input_tensor.numel()}), got {output_tensor.numel()}")
+    output_tensor._bump_version()
+    req = pg.backend.all_gather_into(output_tensor._data, input_tensor._data, pg.handle, async_op)
+    return Work(req, None, pg) if async_op else None
+
+
+def gather(tensor, gather_list=None, dst=0, group=None, async_op=False):
+    """Global rank `dst` gets every process's `tensor` in gather_list (one per group rank); the
+    other processes pass gather_list=None."""
+    pg = _state.world if group is None else resolve(group)
+    if pg is None:
+        _world()
+        return None
+    _check(tensor)
+    root = pg.group_rank(dst, "destination rank")
+    outs = None
+    if root == pg.handle.rank:
+        if gather_list is None:
+            raise ValueError("gather: gather_list is required on the destination rank")
+        _check_list(gather_list, tensor, pg.handle.size, "gather_list")
+        for t in gather_list:
+            t._bump_version()
+        outs = [t._data for t in gather_list]
+    elif gather_list:
+        raise ValueError("gather: gather_list must not be given on non-destination ranks")
+    req = pg.backend.gather(tensor._data, outs, root, pg.handle, async_op)
+    return Work(req, None, pg) if async_op else None
+
+
+def scatter(tensor, scatter_list=None, src=0, group=None, async_op=False):
+    """Global rank `src` sends scatter_list[i] to group rank i, which receives it in `tensor`; the
+    other processes pass scatter_list=None."""
+    pg = _state.world if group is None else resolve(group)
+    if pg is None:
+        _world()
+        return None
+    _check(tensor)
+    root = pg.group_rank(src, "source rank")
+    ins = None
+    if root == pg.handle.rank:
+        if scatter_list is None:
+            raise ValueError("scatter: scatter_list is required on the source rank")
+        _check_list(scatter_list, tensor, pg.handle.size, "scatter_list")
+        ins = [t._data for t in scatter_list]
+    elif scatter_list:
+        raise ValueError("scatter: scatter_list must not be given on non-source ranks")
+    tensor._bump_version()
+    req = pg.backend.scatter(tensor._data, ins, root, pg.handle, async_op)
+    return Work(req, None, pg) if async_op else None
+
+
+def reduce_scatter(output, input_list, op=_SUM, group=None, async_op=False):
+    """Reduce input_list elementwise over the group; group rank i receives the reduction of every
+    process's input_list[i] in `output`."""
+    pg = _state.world if group is None else resolve(group)
+    if pg is None:
+        _world()
+        return None
+    _check(output, "output")
+    _check_list(input_list, output, pg.handle.size, "input_list")
+    name, avg = _op_name(op, output)
+    output._bump_version()
+    req = pg.backend.reduce_scatter(output._data, [t._data for t in input_list], name, pg.handle, async_op)
+    post = _divider(output, pg.handle.size) if avg else None
+    if async_op:
+        return Work(req, post, pg)
+    if post is not None:
+        post()
+    return None
+
+
+def reduce_scatter_tensor(output, input, op=_SUM, group=None, async_op=False):
+    """reduce_scatter with one input tensor of size * output's numel elements (group rank i gets
+    the i-th slice along the flattened input)."""
+    pg = _state.world if group is None else resolve(group)
+    if pg is None:
+        _world()
+        return None
+    _check(output, "output")
+    _check(input, "input")
+    n = pg.handle.size
+    if input.numel() != output.numel() * n:
+        raise RuntimeError(f"input must have world size ({n}) times the elements of output "
+                           f"({output.numel()}), got {input.numel()}")
+    k = input._k
+    flat = k["reshape"](input._data, (n,) + tuple(output._data.shape))
+    pieces = [_make(k["slice"](flat, (i,)), input._dtype, k, input._dev) for i in range(n)]
+    return reduce_scatter(output, pieces, op, pg, async_op)
+
+
+def barrier(group=None, async_op=False):
+    """Wait until every process of the group has entered the barrier."""
+    pg = _state.world if group is None else resolve(group)
+    if pg is None:
+        _world()
+        return None
+    req = pg.backend.barrier(pg.handle, async_op)
+    return Work(req, None, pg) if async_op else None
