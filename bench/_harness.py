@@ -17,7 +17,8 @@ Timing: `compare` calibrates an inner loop count per function (so that one sampl
 `target_s`), then takes `repeat` samples of each function *interleaved* (a, b, c, a, b, c, ...),
 so that a change of machine load hits all columns alike, and reports medians of the per-call
 time. The garbage collector stays enabled (its cost is part of a framework's cost); a collection
-runs before each round, outside the timed region.
+runs before each round, outside the timed region. `measure` does that for tensorplug and its
+floor, and only then builds and measures the PyTorch version, on its own (see its docstring).
 """
 from __future__ import annotations
 
@@ -99,6 +100,27 @@ def compare(fns: dict, repeat: int, target_s: float = 0.02, warmup: int = 2) -> 
     return {name: statistics.median(s) for name, s in samples.items()}
 
 
+def measure(fns: dict, repeat: int, target_s: float = 0.02, warmup: int = 2, torch_build=None) -> dict:
+    """`compare(fns)` (tensorplug, its floor, ...); then PyTorch, measured on its own afterwards.
+
+    torch_build: None, or a function building the PyTorch workload (a callable, or {name: callable}
+    for several) that is called only after the first measurement, so that PyTorch's allocations
+    and threads cannot change the conditions tensorplug and its floor are measured in (glibc's
+    malloc, for one, adapts its mmap threshold to the blocks a process frees, which makes NumPy's
+    large temporaries cheaper or dearer). The "torch" entry is its median (the first one's, for a
+    dict, whose entries come back under their own names as well)."""
+    t = compare(fns, repeat, target_s, warmup)
+    if torch_build is not None:
+        built = torch_build()
+        if callable(built):
+            built = {"torch": built}
+        if built:
+            tt = compare(built, repeat, target_s, warmup)
+            t.update(tt)
+            t.setdefault("torch", next(iter(tt.values())))
+    return t
+
+
 def median_time(fn, repeat: int, target_s: float = 0.0, warmup: int = 2) -> float:
     return compare({"f": fn}, repeat, target_s, warmup)["f"]
 
@@ -169,7 +191,8 @@ def header(title: str, args, **info):
         parts.append(f"tensorplug {tensorplug.__version__}")
     except Exception:
         pass
-    parts.append(f"torch {torch.__version__}" if torch is not None else "torch: not importable")
+    parts.append(f"torch {torch.__version__}" if torch is not None else
+                 "torch column off (--no-torch)" if args.no_torch else "torch: not importable")
     if args.quick:
         parts.append("QUICK (tiny sizes: numbers meaningless)")
     parts += [f"{k}={v}" for k, v in info.items()]

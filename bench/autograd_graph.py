@@ -79,13 +79,14 @@ def main(argv=None):
     fwd_bwd()
     H.check_close("gradient of the chain (tensorplug vs NumPy)", x.grad.numpy(), numpy_fwd_bwd(xn, n_ops))
     fns = {"tensorplug": fwd_bwd, "floor": lambda: numpy_fwd_bwd(xn, n_ops)}
-    if torch is not None:
+
+    def torch_build():
         xt = torch.tensor(xn, requires_grad=True)
 
         def torch_fwd_bwd():
             xt.grad = None
             build(xt, n_ops).sum().backward()
-        fns["torch"] = torch_fwd_bwd
+        return torch_fwd_bwd
 
     # the split into forward, backward and no-grad forward
     fwd, bwd, nograd = [], [], []
@@ -112,7 +113,7 @@ def main(argv=None):
     print(f"backward / forward   {b / f:8.2f}")
     print(f"recording overhead   {(f - ng) / n * 1e6:8.2f} us/op")
 
-    t = H.compare(fns, repeat, target_s=H.step_target(a))
+    t = H.measure(fns, repeat, target_s=H.step_target(a), torch_build=torch_build if torch is not None else None)
     H.result(f"{n_ops}-op chain on {a.numel} elements, forward+backward", t["tensorplug"], t["floor"],
              floor_name="NumPy chain + hand-written backward", torch=t.get("torch"), args=a,
              per_op=f"forward {f / n * 1e6:.2f} us/op (no_grad {ng / n * 1e6:.2f}), backward {b / n * 1e6:.2f} us/op")

@@ -46,10 +46,12 @@ def main(argv=None):
 
     fns = {"tensorplug": lambda: a + b, "floor": lambda: np.add(an, bn)}
     torch = H.get_torch(args)
-    if torch is not None:
+
+    def torch_build():
         at, bt = torch.from_numpy(an), torch.from_numpy(bn)
-        fns["torch"] = lambda: at + bt
-    t = H.compare(fns, H.repeats(args, 21), target_s=0.0 if args.quick else 0.05)
+        return lambda: at + bt
+    t = H.measure(fns, H.repeats(args, 21), target_s=0.0 if args.quick else 0.05,
+                  torch_build=torch_build if torch is not None else None)
     label = f"{n / 1e6:g}M" if n >= 1e6 else f"{n}"
     H.result(f"add of two {label} float32 tensors (new output)", t["tensorplug"], t["floor"],
              floor_name="np.add", goal=1.1, torch=t.get("torch"), args=args)

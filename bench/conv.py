@@ -53,7 +53,6 @@ def main(argv=None):
     target = H.step_target(args) / 5
     H.header("conv family", args, batch=batch)
     import tensorplug as tp
-    import tensorplug.nn.functional as F
     torch = H.get_torch(args)
 
     rng = np.random.default_rng(0)
@@ -85,17 +84,12 @@ def main(argv=None):
     ref = numpy_conv_fwd_bwd(xn, wn, bn, gn)
     for name, got, want in zip(("y", "grad x", "grad w", "grad b"), tp_fb(), ref):
         H.check_close(f"conv2d {name}", got.detach().numpy(), want)
-    th_f = th_fb = None
-    if torch is not None:
-        th_f, th_fb = conv_fns(torch)
     shape = f"{batch}x1x28x28 * 6x1x5x5"
-    t = H.compare({"tensorplug": tp_f, "floor": lambda: numpy_conv_fwd(xn, wn, bn), "torch": th_f}, repeat, target)
-    H.result(f"conv2d {shape} forward", t["tensorplug"], t["floor"], floor_name="NumPy im2col",
-             torch=t.get("torch"), args=args)
-    t = H.compare({"tensorplug": tp_fb, "floor": lambda: numpy_conv_fwd_bwd(xn, wn, bn, gn), "torch": th_fb},
-                  repeat, target)
-    H.result(f"conv2d {shape} forward + backward", t["tensorplug"], t["floor"], floor_name="NumPy im2col + col2im",
-             torch=t.get("torch"), args=args)
+    # rows: (workload, tensorplug fn, floor fn, floor name, torch builder or None)
+    rows = [(f"conv2d {shape} forward", tp_f, lambda: numpy_conv_fwd(xn, wn, bn), "NumPy im2col",
+             lambda: conv_fns(torch)[0]),
+            (f"conv2d {shape} forward + backward", tp_fb, lambda: numpy_conv_fwd_bwd(xn, wn, bn, gn),
+             "NumPy im2col + col2im", lambda: conv_fns(torch)[1])]
 
     # the same through the decompositions: a backend without the native conv-family kernels
     from tensorplug.backends.numpy_backend import NumpyBackend
@@ -114,12 +108,10 @@ def main(argv=None):
     except Exception as e:  # a registry that refuses run-time backends: skip the rows
         print(f"(decomposition rows skipped: {e})")
     else:
-        t = H.compare({"tensorplug": d_f, "floor": lambda: numpy_conv_fwd(xn, wn, bn)}, repeat, target)
-        H.result(f"conv2d {shape} forward (decomposition)", t["tensorplug"], t["floor"], floor_name="NumPy im2col",
-                 args=args)
-        t = H.compare({"tensorplug": d_fb, "floor": lambda: numpy_conv_fwd_bwd(xn, wn, bn, gn)}, repeat, target)
-        H.result(f"conv2d {shape} forward + backward (decomposition)", t["tensorplug"], t["floor"],
-                 floor_name="NumPy im2col + col2im", args=args)
+        rows += [(f"conv2d {shape} forward (decomposition)", d_f, lambda: numpy_conv_fwd(xn, wn, bn),
+                  "NumPy im2col", None),
+                 (f"conv2d {shape} forward + backward (decomposition)", d_fb,
+                  lambda: numpy_conv_fwd_bwd(xn, wn, bn, gn), "NumPy im2col + col2im", None)]
 
     # pooling of the conv output
     pn = rng.standard_normal((batch, 6, 24, 24)).astype(np.float32)
@@ -143,11 +135,17 @@ def main(argv=None):
         return step
 
     for name, ref_fn in (("max_pool2d", np_maxpool), ("avg_pool2d", np_avgpool)):
-        fns = {"tensorplug": pool_fn(tp, name), "floor": ref_fn,
-               "torch": pool_fn(torch, name) if torch is not None else None}
-        t = H.compare(fns, repeat, target)
-        H.result(f"{name}(2) {batch}x6x24x24 forward + backward", t["tensorplug"], t["floor"],
-                 floor_name="NumPy forward only (four strided slices)", torch=t.get("torch"), args=args)
+        rows.append((f"{name}(2) {batch}x6x24x24 forward + backward", pool_fn(tp, name), ref_fn,
+                     "NumPy forward only (four strided slices)", lambda name=name: pool_fn(torch, name)))
+
+    # every tensorplug row next to its floor first; PyTorch afterwards (see _harness.measure)
+    times = [H.compare({"tensorplug": f, "floor": r}, repeat, target) for _, f, r, _, _ in rows]
+    if torch is not None:
+        for t, row in zip(times, rows):
+            if row[4] is not None:
+                t["torch"] = H.compare({"torch": row[4]()}, repeat, target)["torch"]
+    for t, (workload, _, _, floor_name, _) in zip(times, rows):
+        H.result(workload, t["tensorplug"], t["floor"], floor_name=floor_name, torch=t.get("torch"), args=args)
 
 
 if __name__ == "__main__":

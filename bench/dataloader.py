@@ -45,14 +45,15 @@ def main(argv=None):
         return m
 
     ds = TensorDataset(tp.from_numpy(xn), tp.from_numpy(yn))
-    tds = torch.utils.data.TensorDataset(torch.from_numpy(xn), torch.from_numpy(yn)) if torch is not None else None
     reps = H.repeats(args, 7)
     for workers in (0, 2):
         fns = {"tensorplug": lambda: epoch(DataLoader(ds, batch_size=bs, num_workers=workers)), "floor": floor}
-        if tds is not None:
-            fns["torch"] = lambda: epoch(torch.utils.data.DataLoader(tds, batch_size=bs, num_workers=workers))
+
+        def torch_build():
+            tds = torch.utils.data.TensorDataset(torch.from_numpy(xn), torch.from_numpy(yn))
+            return lambda: epoch(torch.utils.data.DataLoader(tds, batch_size=bs, num_workers=workers))
         assert fns["tensorplug"]() == n
-        t = H.compare(fns, reps, target_s=0.0, warmup=1)
+        t = H.measure(fns, reps, target_s=0.0, warmup=1, torch_build=torch_build if torch is not None else None)
         H.result(f"DataLoader epoch, {n}x784 float32, batch {bs}, num_workers={workers}", t["tensorplug"], t["floor"],
                  floor_name="NumPy slicing loop (copied batches)", torch=t.get("torch"), args=args,
                  samples_per_s=f"tensorplug {n / t['tensorplug']:,.0f}, floor {n / t['floor']:,.0f}"

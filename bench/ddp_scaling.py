@@ -15,6 +15,10 @@ A benchmark reports numbers; it asserts nothing.
 
     python bench/ddp_scaling.py [--ranks 1 2 4] [--steps 30] [--batch 64] [--hidden 1024 1024]
                                 [--bucket-cap-mb 25]
+    python bench/ddp_scaling.py --quick      # 1 and 2 ranks, a tiny MLP, 3 steps (numbers meaningless)
+
+It also prints one `RESULT {json}` line per rank count in bench/_harness.py's format (tensorplug:
+the step time; floor: the 1-rank step time; no goal).
 """
 from __future__ import annotations
 
@@ -73,7 +77,7 @@ def worker(args):
     if rank == 0:
         slowest = max(outs, key=lambda o: o["step"])
         slowest["wait"] = max(o["wait"] for o in outs)
-        print("RESULT " + json.dumps({"ranks": world, **slowest}), flush=True)
+        print("DDP_RESULT " + json.dumps({"ranks": world, **slowest}), flush=True)
     dist.destroy_process_group()
 
 
@@ -85,11 +89,11 @@ def drive(args, argv):
     for n in args.ranks:
         cmd = [sys.executable, "-m", "tensorplug", "run", "-n", str(n), os.path.abspath(__file__), *argv]
         out = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=args.timeout)
-        line = [ln for ln in out.stdout.splitlines() if ln.startswith("RESULT ")]
+        line = [ln for ln in out.stdout.splitlines() if ln.startswith("DDP_RESULT ")]
         if out.returncode or not line:
             print(f"{n} ranks failed (exit {out.returncode}):\n{out.stdout[-2000:]}\n{out.stderr[-3000:]}")
             return 1
-        results.append(json.loads(line[0][len("RESULT "):]))
+        results.append(json.loads(line[0][len("DDP_RESULT "):]))
     r0 = results[0]
     cores = os.cpu_count()
     print(f"MLP {args.inputs}-{'-'.join(map(str, args.hidden))}-{args.classes} ({r0['params'] / 1e6:.2f} M "
@@ -104,6 +108,14 @@ def drive(args, argv):
         print(f"{r['ranks']:>5}  {r['step'] * 1e3:7.2f}ms  {r['ranks'] * args.batch / r['step']:9.0f}  "
               f"{eff:>10}  {r['wait'] * 1e3:7.2f}ms  {r['wait'] / r['step']:9.1%}  {r['buckets']:>7}  "
               f"{r['early']:19.1f}{note}")
+    for r in results:
+        rec = {"workload": f"ddp step, {r['ranks']} ranks", "unit": "s", "tensorplug": r["step"],
+               "floor": base, "floor_name": "1 rank", "ratio": r["step"] / base if base else None, "goal": None,
+               "verdict": "info", "torch": None, "tensorplug_vs_torch": None, "torch_vs_floor": None,
+               "quick": args.quick, "note": "weak scaling: the same per-rank batch",
+               "extra": {"wait_s": r["wait"], "wait_fraction": r["wait"] / r["step"], "buckets": r["buckets"],
+                         "oversubscribed": bool(cores and r["ranks"] > cores)}}
+        print("RESULT " + json.dumps(rec))
     return 0
 
 
@@ -118,8 +130,11 @@ def main(argv=None):
     parser.add_argument("--classes", type=int, default=10)
     parser.add_argument("--bucket-cap-mb", type=float, default=25)
     parser.add_argument("--timeout", type=float, default=600)
+    parser.add_argument("--quick", action="store_true", help="1 and 2 ranks, tiny MLP, 3 steps")
     argv = sys.argv[1:] if argv is None else argv
     args = parser.parse_args(argv)
+    if args.quick:
+        args.ranks, args.steps, args.warmup, args.hidden, args.batch = [1, 2], 3, 1, [64, 64], 8
     if any(k in os.environ for k in _LAUNCHED):
         worker(args)
         return 0

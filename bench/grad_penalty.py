@@ -32,7 +32,7 @@ def tp_penalty_fn(model, x, y, lr=M.LR):
         total = loss + PENALTY * penalty
         total.backward()
         opt.step()
-        return total
+        return total.detach()
     return step
 
 
@@ -48,7 +48,7 @@ def torch_penalty_fn(torch, model, x, y, lr=M.LR):
         total = loss + PENALTY * penalty
         total.backward()
         opt.step()
-        return total
+        return total.detach()
     return step
 
 
@@ -64,13 +64,16 @@ def main(argv=None):
     model = M.tp_mlp(sz)
     weights = M.linear_weights(model)
     fns = {"tensorplug": tp_penalty_fn(model, x, y), "floor": M.tp_step_fn(M.tp_mlp(sz), x, y)}
-    if torch is not None:
+
+    def torch_build():
         xt, yt = torch.from_numpy(xn), torch.from_numpy(yn)
-        fns["torch"] = torch_penalty_fn(torch, M.torch_mlp(torch, weights), xt, yt)
-        fns["torch plain"] = M.torch_step_fn(torch, M.torch_mlp(torch, weights), xt, yt)
-        vals = [float(fns["tensorplug"]()) for _ in range(3)], [float(fns["torch"]()) for _ in range(3)]
-        H.check_close("penalised losses over 3 steps (tensorplug vs torch)", *vals)
-    t = H.compare(fns, H.repeats(args, 15), target_s=H.step_target(args))
+        pen = torch_penalty_fn(torch, M.torch_mlp(torch, weights), xt, yt)
+        ref = tp_penalty_fn(M.tp_mlp(sz), x, y)
+        H.check_close("penalised losses over 3 steps (tensorplug vs torch)", [float(ref()) for _ in range(3)],
+                      [float(pen()) for _ in range(3)])
+        return {"torch": pen, "torch plain": M.torch_step_fn(torch, M.torch_mlp(torch, weights), xt, yt)}
+    t = H.measure(fns, H.repeats(args, 15), target_s=H.step_target(args),
+                  torch_build=torch_build if torch is not None else None)
     extra = {}
     if torch is not None:
         extra["torch penalty / plain step"] = round(t["torch"] / t["torch plain"], 3)

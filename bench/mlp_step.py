@@ -117,7 +117,7 @@ def tp_step_fn(model, x, y, lr=LR):
         loss = F.cross_entropy(model(x), y)
         loss.backward()
         opt.step()
-        return loss
+        return loss.detach()
     return step
 
 
@@ -129,12 +129,13 @@ def torch_step_fn(torch, model, x, y, lr=LR):
         loss = torch.nn.functional.cross_entropy(model(x), y)
         loss.backward()
         opt.step()
-        return loss
+        return loss.detach()
     return step
 
 
 def setup(args, torch=None):
-    """{'tensorplug': step, 'floor': step, 'torch': step}, after checking that they agree."""
+    """({'tensorplug': step, 'floor': step}, torch_build or None, sizes, batch), after checking that
+    the two steps agree; torch_build() builds PyTorch's step from the same weights and checks it."""
     import tensorplug as tp
     sz, batch = sizes(args)
     xn, yn = make_data(sz, batch)
@@ -143,17 +144,16 @@ def setup(args, torch=None):
     ref = NumpyMLP(weights)
     x, y = tp.from_numpy(xn), tp.from_numpy(yn)
     fns = {"tensorplug": tp_step_fn(model, x, y), "floor": lambda: ref.step(xn, yn)}
-    losses = {"tensorplug": [], "floor": []}
-    if torch is not None:
-        fns["torch"] = torch_step_fn(torch, torch_mlp(torch, weights), torch.from_numpy(xn), torch.from_numpy(yn))
-        losses["torch"] = []
-    for _ in range(3):
-        for k, fn in fns.items():
-            losses[k].append(float(fn()))
+    losses = {k: [float(fn()) for _ in range(3)] for k, fn in fns.items()}
     H.check_close("MLP losses over 3 steps (tensorplug vs NumPy)", losses["tensorplug"], losses["floor"])
-    if torch is not None:
-        H.check_close("MLP losses over 3 steps (torch vs NumPy)", losses["torch"], losses["floor"])
-    return fns, sz, batch
+
+    def torch_build():
+        step = torch_step_fn(torch, torch_mlp(torch, weights), torch.from_numpy(xn), torch.from_numpy(yn))
+        ref2 = NumpyMLP(weights)
+        H.check_close("MLP losses over 3 steps (torch vs NumPy)", [float(step()) for _ in range(3)],
+                      [float(ref2.step(xn, yn)) for _ in range(3)])
+        return step
+    return fns, (torch_build if torch is not None else None), sz, batch
 
 
 def main(argv=None):
@@ -162,8 +162,8 @@ def main(argv=None):
     args = p.parse_args(argv)
     H.header("MLP SGD step", args)
     torch = H.get_torch(args)
-    fns, sz, batch = setup(args, torch)
-    t = H.compare(fns, H.repeats(args, 21), target_s=H.step_target(args))
+    fns, torch_build, sz, batch = setup(args, torch)
+    t = H.measure(fns, H.repeats(args, 21), target_s=H.step_target(args), torch_build=torch_build)
     H.result(f"MLP {'-'.join(map(str, sz))}, batch {batch}, SGD step", t["tensorplug"], t["floor"],
              floor_name="hand-written NumPy backprop", goal=1.15, torch=t.get("torch"), args=args)
 

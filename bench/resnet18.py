@@ -55,7 +55,7 @@ def step_fn(fw, model, x, y):
             p.grad = None
         loss = F.cross_entropy(model(x), y)
         loss.backward()
-        return loss
+        return loss.detach()
     return step
 
 
@@ -76,16 +76,20 @@ def main(argv=None):
     tp.manual_seed(0)
     model = load_tp_resnet().resnet18(num_classes=1000)
     x, y = tp.from_numpy(xn), tp.from_numpy(yn)
+    state = {k: v.detach().numpy().copy() for k, v in model.state_dict().items()}
     fns = {"tensorplug": step_fn(tp, model, x, y)}
-    if torch is not None:
+    loss0 = float(fns["tensorplug"]())
+
+    def torch_build():
         tmodel = load_torch_resnet().resnet18(num_classes=1000)
-        tmodel.load_state_dict({k: torch.from_numpy(v.detach().numpy().copy()) for k, v in model.state_dict().items()})
-        fns["torch"] = step_fn(torch, tmodel, torch.from_numpy(xn), torch.from_numpy(yn))
-        H.check_close("ResNet-18 loss (tensorplug vs torch)", float(fns["tensorplug"]()), float(fns["torch"]()))
+        tmodel.load_state_dict({k: torch.from_numpy(v) for k, v in state.items()})
+        step = step_fn(torch, tmodel, torch.from_numpy(xn), torch.from_numpy(yn))
+        H.check_close("ResNet-18 loss (tensorplug vs torch)", loss0, float(step()))
+        return step
     reps = H.repeats(args, 7, quick=2)
     gemm, flops = _floors.gemm_floor_fn(_floors.gemm_shapes(model, lambda: model(x)))
     fns["floor"] = gemm
-    t = H.compare(fns, reps, target_s=0.0, warmup=1)
+    t = H.measure(fns, reps, target_s=0.0, warmup=1, torch_build=torch_build if torch is not None else None)
     peak = _floors.peak_gemm_rate(reps)
     H.result(f"ResNet-18 forward+backward, {batch}x3x{size}x{size}", t["tensorplug"], t["floor"],
              floor_name="GEMM floor (the step's matmuls in NumPy)", torch=t.get("torch"), args=args,

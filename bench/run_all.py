@@ -122,15 +122,16 @@ def run_script(script: str, args, env) -> dict:
             try:
                 rec = json.loads(line[len("RESULT "):])
             except json.JSONDecodeError:
+                rec = None
+            if isinstance(rec, dict) and all(k in rec for k in ("workload", "tensorplug", "floor")):
+                rec["script"] = script
+                results.append(rec)
                 continue
-            rec["script"] = script
-            results.append(rec)
-        else:
-            print(line)
+        print(line)
     if rc != 0:
         print(err[-3000:], file=sys.stderr)
     print(f"### {script}: exit {rc}, {len(results)} result(s), {wall:.1f} s", flush=True)
-    return {"script": script, "rc": rc, "results": results, "stderr": err, "wall_s": wall}
+    return {"script": script, "rc": rc, "results": results, "stdout": out, "stderr": err, "wall_s": wall}
 
 
 # -- the machine ---------------------------------------------------------------------------------------------
@@ -192,9 +193,13 @@ for path in libs:
             break
 try:
     import torch
+    import re
     cfg = torch.__config__.show()
-    keep = [l.strip() for l in cfg.splitlines() if any(s in l for s in ("BLAS_INFO", "CPU capability", "LAPACK_INFO", "MKL", "OpenMP"))]
-    out["torch"] = {"version": torch.__version__, "num_threads": torch.get_num_threads(), "config": keep[:8]}
+    keep = [l.strip(" -") for l in cfg.splitlines()
+            if any(s in l for s in ("CPU capability", "Math Kernel Library Version", "MKL-DNN"))]
+    keep = [re.sub(r" for Intel\(R\).*| \(Git Hash.*", "", l) for l in keep]
+    keep += [m.group(0) for m in re.finditer(r"(BLAS_INFO|LAPACK_INFO)=[^,]*", cfg)]
+    out["torch"] = {"version": torch.__version__, "num_threads": torch.get_num_threads(), "config": keep}
 except Exception:
     pass
 print(json.dumps(out))
@@ -309,15 +314,21 @@ def write_markdown(path, runs, skipped, machine, args, started, elapsed):
                 bits.append(r["note"])
             lines.append(f"- {r['workload']} (`bench/{r['script']}.py`): " + "; ".join(bits))
         lines.append("")
-    failed = [run for run in runs if run["rc"] != 0 or not run["results"]]
+    raw = [run for run in runs if run["rc"] == 0 and not run["results"]]
+    if raw:
+        lines += ["## Scripts with their own report format", "",
+                  "These print no RESULT lines; their output as printed:", ""]
+        for run in raw:
+            out = [ln for ln in run["stdout"].rstrip().splitlines() if ln.strip()][-40:]
+            lines += [f"`bench/{run['script']}.py`:", "", "```", *out, "```", ""]
+    failed = [run for run in runs if run["rc"] != 0]
     if skipped or failed:
         lines += ["## Not measured", ""]
         for name, why in skipped:
             lines.append(f"- `bench/{name}.py`: skipped — {why}")
         for run in failed:
             tail = (run["stderr"].strip().splitlines() or ["(no output on stderr)"])[-1]
-            what = f"exit {run['rc']}" if run["rc"] != 0 else "printed no RESULT line"
-            lines.append(f"- `bench/{run['script']}.py`: {what} — `{tail[:300]}`")
+            lines.append(f"- `bench/{run['script']}.py`: exit {run['rc']} — `{tail[:300]}`")
         lines.append("")
     lines += ["Scripts: " + ", ".join(f"`{run['script']}` ({run['wall_s']:.0f} s)" for run in runs), ""]
     pathlib.Path(path).write_text("\n".join(lines))

@@ -43,7 +43,8 @@ def main(argv=None):
     H.check_close("grad b", b.grad.numpy(), gb)
     fns = {"tensorplug": framework, "floor": floor}
     torch = H.get_torch(args)
-    if torch is not None:
+
+    def torch_build():
         at = torch.tensor(an, requires_grad=True)
         bt = torch.tensor(bn, requires_grad=True)
 
@@ -51,8 +52,9 @@ def main(argv=None):
             at.grad = None
             bt.grad = None
             (at * bt).sum().backward()
-        fns["torch"] = torch_fn
-    t = H.compare(fns, H.repeats(args, 31), target_s=0.002 if args.quick else 0.03)
+        return torch_fn
+    t = H.measure(fns, H.repeats(args, 31), target_s=0.002 if args.quick else 0.03,
+                  torch_build=torch_build if torch is not None else None)
     H.result(f"(a*b).sum() + backward, {args.numel} elements", t["tensorplug"], t["floor"],
              floor_name="NumPy bare work: a*b, sum, b*1, a*1", goal=20.0, torch=t.get("torch"), args=args)
 

@@ -27,10 +27,12 @@ def main(argv=None):
 
     fns = {"tensorplug": lambda: a + b, "floor": lambda: np.add(an, bn)}
     torch = H.get_torch(args)
-    if torch is not None:
+
+    def torch_build():
         at, bt = torch.from_numpy(an), torch.from_numpy(bn)
-        fns["torch"] = lambda: at + bt
-    t = H.compare(fns, H.repeats(args, 31), target_s=0.002 if args.quick else 0.02)
+        return lambda: at + bt
+    t = H.measure(fns, H.repeats(args, 31), target_s=0.002 if args.quick else 0.02,
+                  torch_build=torch_build if torch is not None else None)
     H.result(f"c = a + b, {args.numel}-element float32", t["tensorplug"], t["floor"], floor_name="np.add",
              goal=4.0, torch=t.get("torch"), args=args)
 

@@ -9,6 +9,7 @@ over kernel offsets only, never over pixels or batch items.
 """
 from __future__ import annotations
 
+import importlib
 import math
 
 import numpy as np
@@ -17,7 +18,10 @@ from tensorplug.dispatch.optional_conv import _offsets, avg_pool_divisor
 
 
 def build(xp, fusion) -> dict:
-    as_strided = xp.lib.stride_tricks.as_strided
+    try:
+        as_strided = xp.lib.stride_tricks.as_strided
+    except AttributeError:                     # cupy.lib not imported as an attribute yet
+        as_strided = importlib.import_module(xp.__name__ + ".lib.stride_tricks").as_strided
     consts = {}
 
     def const(key, make):

@@ -353,8 +353,7 @@ def build(xp, cx, fusion, status=None) -> dict:
         return tuple(g)
 
     def prefix(src, idx):
-        if not isinstance(src, nd):
-            return xp.full(idx.shape, src, dtype=None)
+        """src cut to idx's shape (the part of src that is scattered), or a 0-d src broadcast."""
         if src.ndim == 0:
             return xp.broadcast_to(src, idx.shape)
         return src[tuple(slice(0, n) for n in idx.shape)]

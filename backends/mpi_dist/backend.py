@@ -43,6 +43,7 @@ from tensorplug.dispatch import CommunicationBackend
 OPS = ("sum", "product", "min", "max", "band", "bor", "bxor")
 BITWISE = ("band", "bor", "bxor")
 CHUNK_BYTES = 4 << 20
+LANES = 4
 
 _ndarray = np.ndarray
 
@@ -117,14 +118,44 @@ def _wire(b):
 
 
 class MpiGroup:
-    """A communicator handle: `rank` and `size` in it, and the mpi4py communicator."""
-    __slots__ = ("comm", "rank", "size", "world")
+    """A communicator handle: `rank` and `size` in it, and the mpi4py communicator.
+
+    `lanes`: LANES duplicates of the communicator for large non-blocking all-reduces, which go in
+    pieces started one after the other (the next when the previous one is seen complete). When a
+    piece starts depends on timing, so pieces must not share a communicator with other operations,
+    whose order every rank must agree on: each such all-reduce takes the next lane in turn (after
+    finishing the lane's previous one), and MPI matches its pieces in order within the lane."""
+    __slots__ = ("comm", "rank", "size", "world", "lanes", "lane_next", "lane_last")
 
     def __init__(self, comm, world=False):
         self.comm = comm
         self.rank = comm.Get_rank()
         self.size = comm.Get_size()
         self.world = world
+        self.lanes = [comm.Dup() for _ in range(LANES)] if self.size > 1 else [comm] * LANES
+        self.lane_next = 0
+        self.lane_last = [None] * LANES
+
+    def lane(self):
+        """(index, communicator) for the next chained operation."""
+        i = self.lane_next
+        self.lane_next = (i + 1) % LANES
+        prev = self.lane_last[i]
+        if prev is not None:
+            prev.wait()
+            self.lane_last[i] = None
+        return i, self.lanes[i]
+
+    def free(self):
+        for i, req in enumerate(self.lane_last):
+            if req is not None:
+                req.wait()
+        if self.size > 1:
+            for c in self.lanes:
+                c.Free()
+        self.lanes = []
+        if not self.world:
+            self.comm.Free()
 
     def __repr__(self):
         return f"<MpiGroup rank {self.rank} of {self.size}{' (world)' if self.world else ''}>"
@@ -275,8 +306,8 @@ class MpiBackend(CommunicationBackend):
         return MpiGroup(comm)
 
     def destroy(self, group):
-        if group is not None and not group.world and self._MPI is not None and not self._MPI.Is_finalized():
-            group.comm.Free()
+        if group is not None and group.lanes and self._MPI is not None and not self._MPI.Is_finalized():
+            group.free()
 
     def abort(self, code=1):
         """Abort every process of the job."""
@@ -343,10 +374,13 @@ class MpiBackend(CommunicationBackend):
         fin = (lambda: _put(back, b)) if back is not None else None
         if w.nbytes <= CHUNK_BYTES:
             return MpiRequest(comm.Iallreduce(IN_PLACE, w, mop), finish=fin, keep=b)
-        # pieces one after the other: all at once would make MPI allocate every temporary together
-        req = MpiRequest(steps=self._reduce_steps(lambda p, m: comm.Iallreduce(IN_PLACE, p, m), w, mop),
+        # pieces one after the other (all at once, MPI would allocate every temporary together), on a
+        # lane of their own (see MpiGroup)
+        i, lane = group.lane()
+        req = MpiRequest(steps=self._reduce_steps(lambda p, m: lane.Iallreduce(IN_PLACE, p, m), w, mop),
                          finish=fin, keep=b)
         req._next()
+        group.lane_last[i] = req
         return req
 
     def broadcast(self, array, src, group, async_op=False):

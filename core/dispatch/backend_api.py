@@ -193,8 +193,9 @@ class CommunicationBackend:
     priority: int = 0
     kind = "communication"
     device_type = "-"
+    # the interface each collective follows is described in backends/mpi_dist/backend.py
     COLLECTIVES = ("send", "recv", "isend", "irecv", "all_reduce", "broadcast", "reduce",
-                   "all_gather", "gather", "scatter", "barrier")
+                   "all_gather", "all_gather_into", "gather", "scatter", "reduce_scatter", "barrier")
 
     def is_available(self) -> tuple[bool, str]:
         return True, ""

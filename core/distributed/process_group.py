@@ -157,7 +157,10 @@ def init_process_group(backend=None, init_method=None, timeout=None, world_size=
     from the launcher; world_size / rank, when given (not -1), must match them, else ValueError.
     init_method, timeout, store, ...: accepted for compatibility; the launcher connects the
     processes. With more than one process, an uncaught exception in any process aborts the whole
-    job (its traceback is printed first), so the other processes never wait forever."""
+    job (its traceback is printed first), so the other processes never wait forever. (A
+    `sys.exit(code)` is not an exception Python reports: under `tensorplug run`, i.e.
+    `python -m mpi4py`, a non-zero exit aborts the job too; under a bare `mpiexec python script.py`
+    it does not.)"""
     if _state.world is not None:
         raise RuntimeError("trying to initialize the default process group twice!")
     name = DEFAULT_BACKEND if backend is None else str(getattr(backend, "value", backend)).lower()

@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 
 from .. import dtypes as _dt
+from ..autograd.grad_mode import no_grad as _no_grad
 from ._core import (Tensor, _gstate, _make, broadcast_shapes, check_cast, check_inplace, commit_inplace,
                     grad_for, is_scalar, prep_binary, record, snapshot, zeros_like_grad)
 
@@ -296,6 +297,28 @@ bitwise_or = _nograd_binary("bitwise_or", "Elementwise | of integer/bool tensors
 bitwise_xor = _nograd_binary("bitwise_xor", "Elementwise ^ of integer/bool tensors.", int_only=True)
 bitwise_left_shift = _nograd_binary("left_shift", "Elementwise << of integer tensors.", int_only=True)
 bitwise_right_shift = _nograd_binary("right_shift", "Elementwise >> of integer tensors.", int_only=True)
+
+
+def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
+    """|input - other| <= atol + rtol * |other| elementwise (infinities equal only to themselves)."""
+    if not isinstance(other, Tensor):
+        other = _full_like(input, other)
+    same = eq(input, other)
+    if input._dtype.category != 2 and other._dtype.category != 2:
+        return same
+    with _no_grad():
+        diff = abs(sub(input, other))
+        close = le(diff, add(mul(abs(other), rtol), atol)) & isfinite(diff)
+        result = same | close
+        if equal_nan:
+            result = result | (isnan(input) & isnan(other))
+    return result
+
+
+def allclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False) -> bool:
+    """True when every element pair is close (see isclose)."""
+    c = isclose(input, other, rtol, atol, equal_nan)
+    return bool(c._k["to_numpy"](c._k["all"](c._data, None, False)))
 
 
 def equal(input, other) -> bool:
@@ -613,7 +636,7 @@ def _attach():
                  "round", "logical_not", "bitwise_not", "isnan", "isinf", "isfinite", "reciprocal", "rsqrt",
                  "square", "log2", "log10", "exp2", "frac", "relu", "clamp", "clip", "clamp_min", "clamp_max",
                  "lerp", "addcmul", "addcdiv", "float_power", "arctan2", "less", "less_equal", "greater",
-                 "greater_equal", "not_equal", "equal"):
+                 "greater_equal", "not_equal", "equal", "isclose", "allclose"):
         setattr(T, name, globals()[name])
     T.where = lambda self, condition, other: where(condition, self, other)
     T.fill_, T.zero_, T.copy_ = fill_, zero_, copy_
@@ -739,7 +762,7 @@ _attach()
 PUBLIC = ["add", "sub", "subtract", "mul", "multiply", "div", "divide", "true_divide", "floor_divide",
           "remainder", "fmod", "pow", "float_power", "maximum", "minimum", "fmax", "fmin", "atan2", "arctan2",
           "eq", "ne", "lt", "le", "gt", "ge", "less", "less_equal", "greater", "greater_equal", "not_equal",
-          "equal", "logical_and", "logical_or", "logical_xor", "logical_not", "bitwise_and", "bitwise_or",
+          "equal", "isclose", "allclose", "logical_and", "logical_or", "logical_xor", "logical_not", "bitwise_and", "bitwise_or",
           "bitwise_xor", "bitwise_not", "bitwise_left_shift", "bitwise_right_shift", "neg", "negative", "abs",
           "absolute", "sign", "exp", "log", "sqrt", "sin", "cos", "tan", "tanh", "sigmoid", "erf", "log1p",
           "expm1", "sinh", "cosh", "asin", "acos", "atan", "arcsin", "arccos", "arctan", "floor", "ceil",

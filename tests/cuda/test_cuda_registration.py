@@ -110,6 +110,17 @@ def test_nccl_unavailable_reasons(standin_state):
         assert reason
 
 
+def test_cli_shows_the_cuda_kernel_table_without_cupy():
+    """`tensorplug backends show cuda` describes the backend (every kernel native) even where CuPy is
+    missing, with the reason it is unavailable."""
+    out = subprocess.run([sys.executable, "-m", "tensorplug", "backends", "show", "cuda"], capture_output=True,
+                         text=True, timeout=120)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "cuda: compute backend, device cuda" in out.stdout and "0 missing" in out.stdout
+    if not registry.compute["cuda"].is_available()[0]:
+        assert "unavailable: " in out.stdout
+
+
 def test_cli_lists_cuda_and_nccl_with_reasons():
     """`tensorplug backends list` shows cuda and nccl, with availability or the reason."""
     out = subprocess.run([sys.executable, "-m", "tensorplug", "backends", "list"], capture_output=True, text=True,

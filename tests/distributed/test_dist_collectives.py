@@ -8,7 +8,7 @@ import _launch
 from _launch import requires_mpi
 
 FAMILIES = ["lifecycle", "all_reduce", "broadcast", "reduce", "all_gather", "gather", "scatter",
-            "reduce_scatter", "barrier", "p2p", "groups", "autograd", "errors"]
+            "reduce_scatter", "barrier", "p2p", "groups", "autograd", "errors", "staging"]
 _jobs = {}
 
 

@@ -10,7 +10,7 @@ CHECKS = ["equivalence_sgd_momentum", "equivalence_float64", "small_buckets_star
           "one_bucket_per_parameter", "unused_parameters", "find_unused_parameters",
           "no_sync_accumulation", "mixed_dtypes", "buffers_broadcast_from_rank0",
           "model_mismatch_raises_everywhere", "state_dict_and_unwrapped_backward",
-          "seed_sampler_set_epoch_loop"]
+          "seed_sampler_set_epoch_loop", "large_chunked_buckets"]
 _jobs = {}
 
 

@@ -72,7 +72,7 @@ def test_dry_run_passes_script_arguments_through(tmp_path):
                                 "-n", "9", "--help"]
 
 
-def test_open_mpi_gets_root_and_oversubscribe_flags(tmp_path):
+def test_open_mpi_gets_root_and_oversubscribe_flags(tmp_path, monkeypatch):
     exe = _fake_launcher(tmp_path, "mpiexec (Open MPI) 5.0.5")
     assert run_mod.mpi_flavor(exe) == "openmpi"
     r = runner.invoke(app, ["run", "-n", "4", "--mpiexec", exe, "--mpi-arg=--bind-to", "--mpi-arg=none",
@@ -81,8 +81,13 @@ def test_open_mpi_gets_root_and_oversubscribe_flags(tmp_path):
     words = r.output.split()
     assert "--oversubscribe" in words and ("--allow-run-as-root" in words) == (os.geteuid() == 0)
     assert words[-8:] == ["--bind-to", "none", sys.executable, "-m", "mpi4py", "-m", "pkg.train", "x"]
-    env = run_mod.launch_env("openmpi")
+    for var in run_mod.THREAD_VARS:
+        monkeypatch.delenv(var, raising=False)
+    env = run_mod.launch_env("openmpi", 4)
     assert env["PATH"].split(os.pathsep)[0] == os.path.dirname(sys.executable)
+    assert env["OMP_NUM_THREADS"] == str(max(1, run_mod._cores() // 4))
+    monkeypatch.setenv("OPENBLAS_NUM_THREADS", "3")
+    assert "OMP_NUM_THREADS" not in run_mod.launch_env("mpich", 4)
     if os.geteuid() == 0:
         assert env["OMPI_ALLOW_RUN_AS_ROOT"] == "1"
 
@@ -106,12 +111,16 @@ def test_finds_the_launcher_next_to_python(monkeypatch):
 
 
 def test_missing_launcher_or_script_is_a_clear_error(monkeypatch, tmp_path):
+    script = tmp_path / "s.py"
+    script.write_text("")
     monkeypatch.setenv("TENSORPLUG_MPIEXEC", str(tmp_path / "no-mpiexec"))
-    r = runner.invoke(app, ["run", "-n", "2", "x.py"])
+    r = runner.invoke(app, ["run", "-n", "2", str(script)])
     assert r.exit_code == 3 and "no MPI launcher found" in r.output
-    monkeypatch.setenv("TENSORPLUG_MPIEXEC", _fake_launcher(tmp_path, "HYDRA"))
-    if run_mod.importlib.util.find_spec("mpi4py") is not None:
-        r = runner.invoke(app, ["run", "-n", "2", str(tmp_path / "missing.py")])
-        assert r.exit_code == 2 and "no such script" in r.output
-    r = runner.invoke(app, ["run", "-n", "0", "x.py"])
+    r = runner.invoke(app, ["run", "-n", "2", str(tmp_path / "missing.py")])
+    assert r.exit_code == 2 and "no such script" in r.output
+    r = runner.invoke(app, ["run", "-n", "0", str(script)])
     assert r.exit_code == 2
+    monkeypatch.setenv("TENSORPLUG_MPIEXEC", _fake_launcher(tmp_path, "HYDRA"))
+    monkeypatch.setattr(run_mod, "_have_mpi4py", lambda: False)
+    r = runner.invoke(app, ["run", "-n", "2", str(script)])
+    assert r.exit_code == 3 and "mpi4py is not installed" in r.output

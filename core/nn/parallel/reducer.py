@@ -44,6 +44,9 @@ class _Bucket:
         self.work = None
         self.reset()
 
+    def nbytes(self) -> int:
+        return self.flat.shape[0] * self.dtype.itemsize
+
     def reset(self):
         self.pending = len(self.params)          # parameters not yet ready
         self.seen = [False] * len(self.params)   # ready (a gradient arrived, or marked unused)
@@ -202,19 +205,20 @@ class Reducer:
         self.wait_time += time.perf_counter() - t0
         self.reductions += 1
         used = k0["to_numpy"](flags)
-        inv = 1.0 / self.world
+        world = self.world
+        inv = 1.0 / world
         for b in buckets:
             k = b.k
-            if self.world > 1:
-                k["mul"](b.flat, inv, out=b.flat)
             views = b.views
+            mul = k["mul"]
             for pos, p in enumerate(b.params):
                 if used[b.slots[pos]]:
                     g = p.grad
                     if g is None:
-                        p.grad = _make(k["copy"](views[pos]), p._dtype, k, p._dev)
-                    else:
-                        k["assign"](g._data, views[pos])
+                        p.grad = _make(mul(views[pos], inv) if world > 1 else k["copy"](views[pos]),
+                                       p._dtype, k, p._dev)
+                    elif world > 1:
+                        mul(views[pos], inv, out=g._data)      # average and copy back in one pass
                         g._bump_version()
             b.work = None
             b.reset()

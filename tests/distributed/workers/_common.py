@@ -5,6 +5,7 @@ import faulthandler
 import json
 import os
 import sys
+import time
 import traceback
 
 # a deadlock turns into a failure with every rank's stack, well before the test's hard timeout
@@ -19,13 +20,16 @@ class Checks:
 
     def __init__(self):
         self.results = {}
+        self.seconds = {}
 
     def run(self, name, fn, *args):
+        t0 = time.perf_counter()
         try:
             fn(*args)
             self.results[name] = None
         except Exception as e:  # noqa: BLE001 - reported to the test
             self.results[name] = f"{type(e).__name__}: {e}\n{traceback.format_exc(limit=4)}"
+        self.seconds[name] = round(time.perf_counter() - t0, 4)
 
     def report(self, **extra):
         from mpi4py import MPI
@@ -34,7 +38,7 @@ class Checks:
         if comm.rank == 0:
             names = list(dict.fromkeys(n for r in every for n in r))
             out = {"size": comm.size, "checks": {n: [r.get(n, "missing on this rank") for r in every]
-                                                 for n in names}, **extra}
+                                                 for n in names}, "seconds": self.seconds, **extra}
             sys.stdout.write("RESULT " + json.dumps(out) + "\n")
             sys.stdout.flush()
         comm.Barrier()

@@ -153,6 +153,62 @@ C.run("all_reduce.max.float64.chunked_9MB_noncontig", all_reduce, "max", "float6
 C.run("all_reduce.avg.float32.chunked_async", all_reduce, "avg", "float32", (1100, 1000), False, True)
 
 
+def chunked_async_interleaved():
+    """Several large async all-reduces in flight (pieces started as progress is polled, at moments
+    that differ between ranks), small collectives in between, waits in reverse order."""
+    import time
+    big = [torch.from_numpy(values(R + i, "float32", (1536, 1024))) for i in range(3)]
+    works = []
+    for i, t in enumerate(big):
+        works.append(dist.all_reduce(t, async_op=True))
+        end = time.perf_counter() + 0.02 * (R % 2)
+        while time.perf_counter() < end:        # odd ranks poll (moving pieces on), even ones don't
+            works[-1].is_completed()
+        small = torch.tensor([float(R)])
+        dist.all_reduce(small)
+        assert small.item() == N * (N - 1) / 2
+    for w in reversed(works):
+        w.wait()
+    for i, t in enumerate(big):
+        check(t, reduce_np([values(r + i, "float32", (1536, 1024)) for r in range(N)], "sum", "float32"))
+
+
+C.run("all_reduce.chunked_async_interleaved", chunked_async_interleaved)
+
+
+class DeviceLike:
+    """A stand-in for a device array (CuPy-like: .get() to the host, .set() from it)."""
+
+    def __init__(self, a):
+        self.a = a
+        self.shape, self.dtype, self.flags = a.shape, a.dtype, a.flags
+
+    def get(self):
+        return self.a.copy()
+
+    def set(self, host):
+        self.a[...] = host
+
+
+def staging_through_host():
+    from tensorplug.dispatch import registry
+    b = registry.communication["mpi"]
+    g = dist.process_group._world().handle
+    x = DeviceLike(values(R, "float32", (3, 4)))
+    b.all_reduce(x, "sum", g)
+    check(torch.from_numpy(x.a), reduce_np([values(r, "float32", (3, 4)) for r in range(N)], "sum", "float32"))
+    y = DeviceLike(values(R, "int64", (5,)))
+    b.broadcast(y, N - 1, g)
+    check(torch.from_numpy(y.a), values(N - 1, "int64", (5,)))
+    outs = [DeviceLike(np.zeros(2, "float64")) for _ in range(N)]
+    b.all_gather(outs, DeviceLike(values(R, "float64", (2,))), g)
+    for r, o in enumerate(outs):
+        check(torch.from_numpy(o.a), values(r, "float64", (2,)))
+
+
+C.run("staging.device_like_arrays", staging_through_host)
+
+
 def all_reduce_by_name():
     t = torch.tensor([R + 1.0])
     dist.all_reduce(t, op="max")
