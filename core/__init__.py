@@ -25,7 +25,7 @@ short, int, long = int16, int32, int64
 from .dispatch import registry as _registry  # noqa: E402
 
 
-_LAZY_MODULES = ("backends", "dispatch", "testing", "linalg", "nn", "optim", "utils", "serialization", "data", "distributed")
+_LAZY_MODULES = ("backends", "dispatch", "testing", "linalg", "nn", "optim", "utils", "serialization", "data", "distributed", "cuda")
 
 
 def __getattr__(name):

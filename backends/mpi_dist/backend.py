@@ -31,6 +31,7 @@ call, and chunking makes large all-reduces several times faster.
 """
 from __future__ import annotations
 
+import contextlib
 import glob
 import importlib.util
 import os
@@ -105,11 +106,13 @@ def _put(dst, host):
         np.copyto(dst, host.reshape(dst.shape), casting="unsafe")
         return
     host = host.reshape(dst.shape)
-    flags = getattr(dst, "flags", None)
-    if flags is not None and flags.c_contiguous and hasattr(dst, "set"):
-        dst.set(host)
-    else:
-        dst[...] = sys.modules[type(dst).__module__.split(".")[0]].asarray(host)
+    device = getattr(dst, "device", None)       # write on the array's own device, not the current one
+    with device if hasattr(device, "__enter__") else contextlib.nullcontext():
+        flags = getattr(dst, "flags", None)
+        if flags is not None and flags.c_contiguous and hasattr(dst, "set"):
+            dst.set(host)
+        else:
+            dst[...] = sys.modules[type(dst).__module__.split(".")[0]].asarray(host)
 
 
 def _wire(b):

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from .. import dtypes as _dt
 from ..autograd import grad_mode
-from ._core import Tensor, _gstate, _make, record
+from ._core import Tensor, _gstate, _make, check_same_device, record
 
 
 def _check_index(input, name):
@@ -196,6 +196,7 @@ def _drop_padding(idx, offsets, psw, padding_idx):
 
 
 def _bag_reduce(weight, idx, offsets, psw, mode, scale_grad_by_freq):
+    check_same_device(weight, idx, offsets, *(() if psw is None else (psw,)))
     k, dt = weight._k, weight._dtype
     b = offsets.shape[0]
     n = idx.shape[0]

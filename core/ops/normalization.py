@@ -16,7 +16,7 @@ from __future__ import annotations
 import numbers
 
 from ..autograd import grad_mode
-from ._core import Tensor, _gstate, _make, cast_data, grad_for, record
+from ._core import Tensor, _gstate, _make, cast_data, check_same_device, grad_for, record
 
 
 def _numel(shape):
@@ -29,6 +29,7 @@ def _numel(shape):
 def _normalize(x, weight, bias, mean, var, eps):
     """(y, mean, var) of the `batch_norm` kernel on x (N, C, *), with autograd for x, weight, bias.
     mean/var None: batch statistics (biased variance); else those (C,) tensors (constants)."""
+    check_same_device(x, *(t for t in (weight, bias, mean, var) if t is not None))
     k, dt = x._k, x._dtype
     shape = x._data.shape
     nd = len(shape)
