@@ -77,7 +77,7 @@ def test_bench_script_runs_quick(script):
 
 def test_run_all_writes_the_table(tmp_path):
     out = tmp_path / "RESULTS.md"
-    cmd = [sys.executable, str(BENCH / "run_all.py"), "--quick", "--only", "tiny_op,mlp_memory",
+    cmd = [sys.executable, str(BENCH / "run_all.py"), "--quick", "--no-torch", "--only", "tiny_op,mlp_memory",
            "--out", str(out)]
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=TIMEOUT, cwd=ROOT, env=_env())
     assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-4000:]

@@ -10,6 +10,8 @@ itself recorded and can be differentiated again.
 """
 from __future__ import annotations
 
+import sys
+
 from . import grad_mode
 from .graph import AccumulateGrad, edge_of
 
@@ -290,18 +292,43 @@ def _check_nan(node, out):
             raise RuntimeError(f"Function '{node._name}' returned nan values in its {i}th output.")
 
 
+_getrefcount = sys.getrefcount
+# references to an exclusively held gradient: the engine's `g` and `grads` list, _accumulate's
+# and _exclusive's parameters, getrefcount's argument; its array by the tensor, `data` and the argument
+# (tests/autograd/test_grad_buffer_reuse.py pins both counts down)
+_EXCLUSIVE_TENSOR_REFS = 5
+_EXCLUSIVE_ARRAY_REFS = 3
+
+
+def _exclusive(g):
+    """True when gradient g is referenced only by the engine and owns its (writable) buffer."""
+    if g._base is not None or g.__dict__:
+        return False
+    data = g._data
+    flags = getattr(data, "flags", None)      # (a NumPy flags object holds a reference to data)
+    if flags is not None and not (flags.writeable and flags.owndata):
+        return False
+    del flags
+    return _getrefcount(g) <= _EXCLUSIVE_TENSOR_REFS and _getrefcount(data) <= _EXCLUSIVE_ARRAY_REFS
+
+
 def _accumulate(var, g, create_graph):
     """Add gradient g into leaf (or `inputs=`) tensor var's `.grad`; hooks have already run."""
     if tuple(g.shape) != tuple(var.shape):
         raise RuntimeError(f"gradient of shape {list(g.shape)} does not match the shape "
                            f"{list(var.shape)} of the tensor it is accumulated into")
-    if not create_graph:
-        g = g.detach()
     if var.grad is None:
-        # a fresh tensor, so later in-place accumulation never writes into a user's tensor
-        var.grad = g if create_graph else g._clone_data()
+        if create_graph:
+            var.grad = g
+        elif _exclusive(g):
+            var.grad = g.detach()      # nobody else can see this buffer: take it instead of copying
+        else:
+            # a fresh tensor, so later in-place accumulation never writes into a user's tensor
+            var.grad = g.detach()._clone_data()
     elif create_graph or var.grad._rg:
         var.grad = var.grad + g
+    elif g._rg:
+        var.grad._iadd_data(g.detach())
     else:
         var.grad._iadd_data(g)
     hooks = var._post_acc_hooks

@@ -5,7 +5,7 @@ gradients of every order come from those ops.
 """
 from __future__ import annotations
 
-from ._core import Tensor
+from ._core import Tensor, _gstate, _make, record
 
 FUNCTIONAL = ["linear", "bilinear"]
 
@@ -35,9 +35,37 @@ def linear(input, weight, bias=None):
         w = tuple(weight.shape)
         w_t = f"{w[1]}x{w[0]}" if len(w) == 2 else f"{w[0]}x1"
         raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({rows}x{input.shape[-1]} and {w_t})")
+    if input.ndim == 2 and weight.ndim == 2 and _same_kind(input, weight, bias):
+        return _addmm(input, weight, bias)
     out = input.matmul(weight.t() if weight.ndim == 2 else weight)
     if bias is not None:
         out = out + bias
+    return out
+
+
+def _same_kind(input, weight, bias):
+    return input._dtype is weight._dtype and input._k is weight._k and (
+        bias is None or (bias._dtype is input._dtype and bias._k is input._k and bias.ndim == 1
+                         and bias._data.shape[0] == weight._data.shape[0]))
+
+
+def _addmm(x, w, b):
+    """The common 2-d case as one op: x @ w.T (+ b) with one matmul and an in-place bias add;
+    its backward yields fresh, contiguous gradients (two matmuls and a sum)."""
+    k = x._k
+    data = k["matmul"](x._data, k["permute"](w._data, (1, 0)))
+    if b is not None:
+        k["add"](data, b._data, out=data)
+    out = _make(data, x._dtype, k, x._dev)
+    inputs = (x, w) if b is None else (x, w, b)
+    if _gstate.enabled and any(t._rg for t in inputs):
+        def vjp(g):
+            gx = g.matmul(w) if x._rg else None
+            gw = g.t().matmul(x) if w._rg else None
+            if b is None:
+                return gx, gw
+            return gx, gw, (g.sum(0) if b._rg else None)
+        record("AddmmBackward0", out, inputs, vjp, saved=(x, w))
     return out
 
 

@@ -451,8 +451,20 @@ def frac(input):
 
 
 def relu(input):
-    return where(input > 0, input, zeros_like_grad(input)) if input._dtype.category == 2 else \
-        where(input > 0, input, 0)
+    """max(x, 0) in one pass; the gradient passes where the output is positive."""
+    if input._dtype is _dt.bool_:
+        raise RuntimeError("relu is not implemented for bool tensors")
+    k = input._k
+    r = _make(k["maximum"](input._data, 0.0 if input._dtype.category == 2 else 0), input._dtype, k, input._dev)
+    if input._rg and _gstate.enabled:
+        y = r
+        record("ReluBackward0", r, (input,), lambda g: (_pass_where_positive(g, y),), saved=(r,))
+    return r
+
+
+def _pass_where_positive(g, y):
+    zero = _make(g._k["full"]((), 0, g._dtype.name), g._dtype, g._k, g._dev)
+    return where(y > 0, g, zero)
 
 
 def clamp(input, min=None, max=None, *, out=None):

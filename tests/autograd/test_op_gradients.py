@@ -152,7 +152,10 @@ CASES = [
     Case("matrix_norm_empty", lambda a: torch.linalg.matrix_norm(a, 1), lambda: (r(3, 0),)),
     Case("matrix_power_0", lambda a: torch.linalg.matrix_power(a, 0) * a, lambda: (r(2, 2),)),
     Case("matrix_power_3", lambda a: torch.linalg.matrix_power(a, 3), lambda: (r(2, 2),)),
-    # nn: activations, normalization, embedding
+    # nn: linear layers and activations, normalization, embedding
+    Case("linear_addmm", F.linear, lambda: (r(3, 4), nc(2, 4), r(2, seed=3))),
+    Case("linear_batched", F.linear, lambda: (r(2, 3, 4), r(2, 4, seed=1))),
+    Case("relu", lambda a: torch.relu(a) * a, lambda: (r(3, 4),)),
     Case("elu", lambda a: F.elu(a, 0.7), lambda: (r(2, 3) * 2,)),
     Case("celu", lambda a: F.celu(a, 1.5), lambda: (r(2, 3) * 2,)),
     Case("softplus", lambda a: F.softplus(a, 2.0, 1.0), lambda: (r(2, 3) * 2,)),
