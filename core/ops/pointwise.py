@@ -463,8 +463,8 @@ def relu(input):
 
 
 def _pass_where_positive(g, y):
-    zero = _make(g._k["full"]((), 0, g._dtype.name), g._dtype, g._k, g._dev)
-    return where(y > 0, g, zero)
+    # a multiply by the 0/1 mask is branch-free: several times faster than a select on random signs
+    return mul(g, gt(y, 0))
 
 
 def clamp(input, min=None, max=None, *, out=None):
