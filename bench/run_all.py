@@ -268,6 +268,14 @@ def _fmt(v, unit):
     return _harness.fmt(v, unit)
 
 
+def _cell(text) -> str:
+    return str(text).replace("|", "\\|")
+
+
+def _value(v) -> str:
+    return f"{v:.3g}" if isinstance(v, float) else str(v)
+
+
 def _ratio(r):
     return "-" if r is None else f"{r:.2f}×"
 
@@ -289,37 +297,45 @@ def write_markdown(path, runs, skipped, machine, args, started, elapsed):
         lines += ["**QUICK RUN: tiny sizes, the numbers are meaningless.**", ""]
     lines += ["## Machine", ""] + machine + [""]
 
-    met = sum(r["verdict"] == "met" for r in goals)
-    lines += ["## Goals", "", f"{met} of {len(goals)} goals met.", ""]
-    head = ["workload", "tensorplug", "floor", "ratio", "goal", "verdict"]
-    if have_torch:
-        head += ["PyTorch", "tensorplug / PyTorch"]
-    lines += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    for r in goals:
-        u = r.get("unit", "s")
-        row = [r["workload"], _fmt(r["tensorplug"], u), f"{_fmt(r['floor'], u)} ({r['floor_name']})",
-               _ratio(r["ratio"]), f"≤ {r['goal']:g}×", r["verdict"]]
-        if have_torch:
-            row += [_fmt(r.get("torch"), u), _ratio(r.get("tensorplug_vs_torch"))]
-        lines.append("| " + " | ".join(row) + " |")
-    lines.append("")
-    if info:
-        lines += ["## Other measurements (no goal)", ""]
-        head = ["workload", "tensorplug", "floor", "ratio"] + (["PyTorch", "tensorplug / PyTorch"] if have_torch else [])
-        lines += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-        for r in info:
+    def table(rows, with_goal):
+        head = ["workload", "tensorplug", "floor", "ratio"] + (["goal", "verdict"] if with_goal else [])
+        show_torch = have_torch and any(r.get("torch") is not None for r in rows)
+        if show_torch:
+            head += ["PyTorch", "tensorplug / PyTorch"]
+        out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+        for r in rows:
             u = r.get("unit", "s")
-            row = [r["workload"], _fmt(r["tensorplug"], u), f"{_fmt(r['floor'], u)} ({r['floor_name']})",
-                   _ratio(r["ratio"])]
-            if have_torch:
+            row = [_cell(r["workload"]), _fmt(r["tensorplug"], u),
+                   f"{_fmt(r['floor'], u)} ({_cell(r.get('floor_name', ''))})", _ratio(r.get("ratio"))]
+            if with_goal:
+                row += [f"≤ {r['goal']:.3g}×", r.get("verdict", "")]
+            if show_torch:
                 row += [_fmt(r.get("torch"), u), _ratio(r.get("tensorplug_vs_torch"))]
-            lines.append("| " + " | ".join(row) + " |")
-        lines.append("")
+            out.append("| " + " | ".join(row) + " |")
+        return out + [""]
+
+    issue = [r for r in goals if r["script"] in GOAL_SCRIPTS]
+    other_goals = [r for r in goals if r["script"] not in GOAL_SCRIPTS]
+    met = sum(r["verdict"] == "met" for r in issue)
+    lines += ["## The issue's goals", "", f"{met} of {len(issue)} goals met."]
+    lenet = [r for r in issue if r["script"] == "lenet_step" and r.get("torch")]
+    if lenet:
+        r = lenet[0]
+        lines.append(f"LeNet-5 step against PyTorch: tensorplug takes {r['tensorplug_vs_torch']:.2f}× PyTorch's time "
+                     f"({_fmt(r['tensorplug'], 's')} against {_fmt(r['torch'], 's')}).")
+    lines += [""] + table(issue, True)
+    if other_goals:
+        met = sum(r["verdict"] == "met" for r in other_goals)
+        scripts = sorted({r["script"] for r in other_goals})
+        lines += ["## Other goals (" + ", ".join(f"`bench/{s}.py`" for s in scripts) + ")", "",
+                  f"{met} of {len(other_goals)} goals met.", ""] + table(other_goals, True)
+    if info:
+        lines += ["## Other measurements (no goal)", ""] + table(info, False)
     details = [r for r in recs if r.get("extra") or r.get("note")]
     if details:
         lines += ["## Details", ""]
         for r in details:
-            bits = [f"{k.replace('_', ' ')}: {v}" for k, v in (r.get("extra") or {}).items()]
+            bits = [f"{k.replace('_', ' ')}: {_value(v)}" for k, v in (r.get("extra") or {}).items()]
             if r.get("note"):
                 bits.append(r["note"])
             lines.append(f"- {r['workload']} (`bench/{r['script']}.py`): " + "; ".join(bits))
