@@ -425,6 +425,84 @@ class Optimizer:
                     s["step"] = _step_tensor(float(s["step"]))
 
 
+class _ParamwiseOptimizer(Optimizer):
+    """The step loop shared by the built-in element-wise optimizers (SGD, Adam, AdamW, RMSprop,
+    Adagrad, Adadelta, Adamax). A subclass gives only what differs:
+
+    _setstate_defaults: options an older pickle or state dict may lack (set in __setstate__).
+    _step_state: whether per-parameter state holds a "step" tensor (loaded numbers become tensors).
+    _lazy_state: whether a parameter's state ("step" and zero-filled buffers) is made on its first
+        step and the step count incremented before each update; False: the update manages its own
+        state, if any.
+    _init_key: None: a parameter's state is made when empty; a key: when that key is missing.
+    _state_buffers(group): names of the zero-filled buffers made (after "step") with a parameter's state.
+    _grad_weight_decay(group): the L2 penalty folded into the gradient (default: "weight_decay").
+    _group_update(group): a function update(p, gd, owned, st, step) for one parameter, with the
+        group's hyper-parameters bound; gd is the prepared gradient array (-grad when maximizing,
+        plus the L2 penalty; owned: a temporary it may overwrite), st the parameter's state and step
+        the incremented step count (a float); both None without lazily made state.
+    """
+
+    _setstate_defaults: dict = {}
+    _step_state = True
+    _lazy_state = True
+    _init_key = None
+
+    def __setstate__(self, state):
+        super().__setstate__(state)
+        defaults = self._setstate_defaults
+        for group in self.param_groups:
+            for key, value in defaults.items():
+                group.setdefault(key, value)
+        if self._step_state:
+            self._steps_to_tensors()
+
+    def _state_buffers(self, group):
+        return ()
+
+    def _init_state(self, p, group):
+        """A parameter's state on its first step: a zero step tensor and zero-filled buffers."""
+        st = self.state[p]
+        st["step"] = _step_tensor()
+        for name in self._state_buffers(group):
+            st[name] = _zeros_like(p)
+        return st
+
+    def _grad_weight_decay(self, group):
+        return group["weight_decay"]
+
+    def _group_update(self, group):
+        raise NotImplementedError
+
+    @_no_grad_step
+    def step(self, closure=None):
+        """One optimization step; returns the closure's loss when a closure is given."""
+        loss = None
+        if closure is not None:
+            loss = _call_closure(closure)
+        state = self.state
+        init_key = self._init_key
+        stateful = self._lazy_state
+        for group in self.param_groups:
+            update = self._group_update(group)
+            maximize = group["maximize"]
+            weight_decay = self._grad_weight_decay(group)
+            for p in group["params"]:
+                g = p.grad
+                if g is None:
+                    continue
+                if stateful:
+                    st = state[p]
+                    if (not st) if init_key is None else (init_key not in st):
+                        st = self._init_state(p, group)
+                    step = _inc_step(st["step"])
+                else:
+                    st = step = None
+                gd, owned = _prep_grad(p._k, p, g, maximize, weight_decay)
+                update(p, gd, owned, st, step)
+        return loss
+
+
 # -- kernel-level helpers shared by the optimizers ------------------------------------------------
 def _scalar_dtype():
     return _dt.float64 if _dt.get_default_dtype() is _dt.float64 else _dt.float32
@@ -523,3 +601,24 @@ def _check_lr(lr):
         raise ValueError("Tensor lr must be 1-element")
     if not 0.0 <= lr:
         raise ValueError(f"Invalid learning rate: {lr}")
+
+
+_ARG_LABELS = {"eps": "epsilon"}
+
+
+def _check_args(differentiable=False, fused=None, **args):
+    """Validate constructor arguments in the order given: lr (a number or 1-element tensor, >= 0),
+    betas (each in [0, 1)), rho (in [0, 1]), any other: >= 0; then `differentiable`."""
+    for name, value in args.items():
+        if name == "lr":
+            _check_lr(value)
+        elif name == "betas":
+            for i in (0, 1):
+                if not 0.0 <= value[i] < 1.0:
+                    raise ValueError(f"Invalid beta parameter at index {i}: {value[i]}")
+        elif name == "rho":
+            if not 0.0 <= value <= 1.0:
+                raise ValueError(f"Invalid rho value: {value}")
+        elif not 0.0 <= value:
+            raise ValueError(f"Invalid {_ARG_LABELS.get(name, name)} value: {value}")
+    _check_differentiable(differentiable, fused)

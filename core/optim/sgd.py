@@ -8,15 +8,18 @@ weight decay and maximization — PyTorch's algorithm step for step:
 """
 from __future__ import annotations
 
-from .optimizer import (Optimizer, _bump, _call_closure, _check_differentiable, _check_lr, _no_grad_step,
-                        _prep_grad, _to_scalar)
+from .optimizer import _ParamwiseOptimizer, _bump, _check_differentiable, _check_lr, _to_scalar
 from ..tensor import _make
 
 __all__ = ["SGD"]
 
 
-class SGD(Optimizer):
+class SGD(_ParamwiseOptimizer):
     """SGD(params, lr=1e-3, momentum=0, dampening=0, weight_decay=0, nesterov=False, *, maximize=False)"""
+
+    _setstate_defaults = dict(nesterov=False, maximize=False, foreach=None, differentiable=False, fused=False)
+    _step_state = False
+    _lazy_state = False                # the momentum buffer starts as a copy of the first gradient
 
     def __init__(self, params, lr=1e-3, momentum=0, dampening=0, weight_decay=0, nesterov=False, *,
                  maximize=False, foreach=None, differentiable=False, fused=None):
@@ -33,62 +36,42 @@ class SGD(Optimizer):
             raise ValueError("Nesterov momentum requires a momentum and zero dampening")
         super().__init__(params, defaults)
 
-    def __setstate__(self, state):
-        super().__setstate__(state)
-        for group in self.param_groups:
-            group.setdefault("nesterov", False)
-            group.setdefault("maximize", False)
-            group.setdefault("foreach", None)
-            group.setdefault("differentiable", False)
-            group.setdefault("fused", False)
-
-    @_no_grad_step
-    def step(self, closure=None):
-        """One SGD step; returns the closure's loss when a closure is given."""
-        loss = None
-        if closure is not None:
-            loss = _call_closure(closure)
+    def _group_update(self, group):
+        lr = _to_scalar(group["lr"])
+        momentum = group["momentum"]
+        dampening = group["dampening"]
+        nesterov = group["nesterov"]
+        neg_lr = -lr
         state = self.state
-        for group in self.param_groups:
-            lr = _to_scalar(group["lr"])
-            momentum = group["momentum"]
-            dampening = group["dampening"]
-            weight_decay = group["weight_decay"]
-            nesterov = group["nesterov"]
-            maximize = group["maximize"]
-            neg_lr = -lr
-            for p in group["params"]:
-                g = p.grad
-                if g is None:
-                    continue
-                k = p._k
-                pd = p._data
-                gd, owned = _prep_grad(k, p, g, maximize, weight_decay)
-                if momentum != 0:
-                    st = state[p]
-                    buf = st.get("momentum_buffer")
-                    if buf is None:
-                        buf = _make(gd if owned else k["copy"](gd), p._dtype, k, p._dev)
-                        st["momentum_buffer"] = buf
-                        owned = False          # gd may now be the buffer's array
+
+        def update(p, gd, owned, st, step):
+            k = p._k
+            pd = p._data
+            if momentum != 0:
+                st = state[p]
+                buf = st.get("momentum_buffer")
+                if buf is None:
+                    buf = _make(gd if owned else k["copy"](gd), p._dtype, k, p._dev)
+                    st["momentum_buffer"] = buf
+                    owned = False          # gd may now be the buffer's array
+                else:
+                    bd = buf._data
+                    k["mul"](bd, momentum, out=bd)
+                    if dampening != 0:
+                        t = k["mul"](gd, 1 - dampening, out=gd) if owned and not nesterov \
+                            else k["mul"](gd, 1 - dampening)
+                        k["add"](bd, t, out=bd)
                     else:
-                        bd = buf._data
-                        k["mul"](bd, momentum, out=bd)
-                        if dampening != 0:
-                            t = k["mul"](gd, 1 - dampening, out=gd) if owned and not nesterov \
-                                else k["mul"](gd, 1 - dampening)
-                            k["add"](bd, t, out=bd)
-                        else:
-                            k["add"](bd, gd, out=bd)
-                        _bump(buf)
-                    if nesterov:
-                        # g + momentum * buf
-                        t = k["mul"](buf._data, momentum)
-                        k["add"](gd, t, out=t)
-                        gd, owned = t, True
-                    else:
-                        gd, owned = buf._data, False
-                t = k["mul"](gd, neg_lr, out=gd) if owned else k["mul"](gd, neg_lr)
-                k["add"](pd, t, out=pd)
-                _bump(p)
-        return loss
+                        k["add"](bd, gd, out=bd)
+                    _bump(buf)
+                if nesterov:
+                    # g + momentum * buf
+                    t = k["mul"](buf._data, momentum)
+                    k["add"](gd, t, out=t)
+                    gd, owned = t, True
+                else:
+                    gd, owned = buf._data, False
+            t = k["mul"](gd, neg_lr, out=gd) if owned else k["mul"](gd, neg_lr)
+            k["add"](pd, t, out=pd)
+            _bump(p)
+        return update
