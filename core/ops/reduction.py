@@ -81,6 +81,8 @@ def _keep(t, shape, axes, keepdim):
 
 
 def _expand_grad(g, shape, axes, keepdim):
+    if g._data.shape == ():
+        return g.expand(*shape)         # a 0-d gradient expands to any shape directly
     return _keep(g, shape, axes, keepdim).expand(*shape)
 
 
