@@ -12,12 +12,6 @@ class NumpyBackend(Backend):
     version = np.__version__
 
     def native_kernels(self):
-        import warnings
-
-        # NumPy reports overflow / invalid values (inf - inf, log(0)) as warnings; PyTorch's kernels
-        # are silent about IEEE results, so ours are too. The filter is scoped to this backend's
-        # modules and costs nothing unless a warning is raised.
-        warnings.filterwarnings("ignore", category=RuntimeWarning, module=r"tensorplug\.backends\.numpy_backend")
         from .kernels import build
         return build()
 

@@ -338,14 +338,3 @@ def test_inplace_errors():
 def test_devices_must_match_message():
     a = torch.ones(2)
     assert "cpu" in str(a.device)
-
-
-def test_ieee_special_results_are_silent():
-    """inf - inf, log(0) and float16 overflow give IEEE results without NumPy warnings (as PyTorch)."""
-    import warnings
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        x = torch.tensor([float("inf"), 0.0])
-        assert math.isnan((x - x).tolist()[0])
-        assert torch.log(torch.tensor([0.0])).tolist() == [float("-inf")]
-        assert (torch.tensor([1.0], dtype=torch.float16) * 1e5).tolist() == [float("inf")]
