@@ -119,9 +119,18 @@ class _MapDatasetFetcher:
     def __init__(self, dataset, auto_collation, collate_fn, drop_last):
         self.dataset, self.auto_collation, self.collate_fn = dataset, auto_collation, collate_fn
         self._getitems = getattr(dataset, "__getitems__", None) if auto_collation else None
+        # default_collate over a data set that can build the collated batch itself in one go
+        # (TensorDataset: one index_select per tensor instead of per-sample tensors + stack)
+        from .collate import default_collate
+        self._getitems_collated = (getattr(dataset, "_getitems_collated", None)
+                                   if auto_collation and collate_fn is default_collate else None)
 
     def fetch(self, index):
         if self.auto_collation:
+            if self._getitems_collated is not None:
+                batch = self._getitems_collated(index)
+                if batch is not NotImplemented:
+                    return batch
             data = self._getitems(index) if self._getitems is not None else [self.dataset[i] for i in index]
         else:
             data = self.dataset[index]

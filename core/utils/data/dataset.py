@@ -12,6 +12,8 @@ import itertools
 import math
 import warnings
 
+import numpy as np
+
 __all__ = ["Dataset", "IterableDataset", "TensorDataset", "StackDataset", "ConcatDataset", "ChainDataset",
            "Subset", "random_split"]
 
@@ -69,6 +71,37 @@ class TensorDataset(Dataset):
 
     def __getitem__(self, index):
         return tuple(t[index] for t in self.tensors)
+
+    def __getitems__(self, indices):
+        # the batched-fetch protocol: a list of samples, exactly `[self[i] for i in indices]`
+        return [self[i] for i in indices]
+
+    def _getitems_collated(self, indices):
+        """The batch `default_collate(self.__getitems__(indices))` would build, gathered with one
+        `index_select` per tensor; NotImplemented where that shortcut is not known to be exact
+        (a subclass overriding `__getitem__`/`__getitems__`, non-tensor fields, odd indices)."""
+        cls = type(self)
+        if cls.__getitem__ is not TensorDataset.__getitem__ or cls.__getitems__ is not TensorDataset.__getitems__:
+            return NotImplemented
+        from ...tensor import Tensor
+        if not all(type(t) is Tensor and not t.requires_grad for t in self.tensors):
+            return NotImplemented
+        try:
+            idx = np.asarray(indices)
+        except Exception:
+            return NotImplemented
+        if idx.ndim != 1 or idx.size == 0 or idx.dtype.kind not in "iu":
+            return NotImplemented
+        n = len(self)
+        idx = idx.astype(np.int64, copy=True)
+        if idx.min() < -n or idx.max() >= n:
+            return NotImplemented          # the per-sample path raises the usual IndexError
+        idx[idx < 0] += n
+        from ...ops.creation import from_numpy
+        index = from_numpy(idx)
+        # default_collate of tuples gives a list of stacked "columns"
+        return [t.index_select(0, index.to(t.device) if t.device != index.device else index)
+                for t in self.tensors]
 
     def __len__(self):
         return _first_dim(self.tensors[0])
@@ -170,6 +203,15 @@ class Subset(Dataset):
         if callable(getattr(self.dataset, "__getitems__", None)):
             return self.dataset.__getitems__(inner)
         return [self.dataset[i] for i in inner]
+
+    def _getitems_collated(self, indices):
+        # forwards the default-collate batched fetch to the wrapped data set when it has one
+        if type(self).__getitem__ is not Subset.__getitem__ or type(self).__getitems__ is not Subset.__getitems__:
+            return NotImplemented
+        fast = getattr(self.dataset, "_getitems_collated", None)
+        if fast is None:
+            return NotImplemented
+        return fast([self.indices[i] for i in indices])
 
     def __len__(self):
         return len(self.indices)
