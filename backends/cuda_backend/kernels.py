@@ -29,6 +29,7 @@ would wrap them silently).
 """
 from __future__ import annotations
 
+import json
 import math
 
 import numpy as np
@@ -72,6 +73,28 @@ class CudaRng:
 
     def __repr__(self):
         return f"<CudaRng seed={self.seed} offset={self.offset}>"
+
+    FORMAT = "tensorplug.cuda.rng/1"
+
+    def to_bytes(self) -> bytes:
+        """The state as UTF-8 JSON: the SplitMix64 key (from the seed) and the counter."""
+        doc = {"format": self.FORMAT, "seed": self.seed, "key": self.key, "offset": self.offset}
+        return json.dumps(doc, sort_keys=True, separators=(",", ":")).encode("utf-8")
+
+    @classmethod
+    def from_bytes(cls, data) -> "CudaRng":
+        try:
+            doc = json.loads(bytes(data).decode("utf-8"))
+        except (UnicodeDecodeError, ValueError, TypeError) as e:
+            raise ValueError(f"not a cuda generator state: {e}") from None
+        if not isinstance(doc, dict) or doc.get("format") != cls.FORMAT:
+            raise ValueError(f"not a cuda generator state (expected format {cls.FORMAT!r})")
+        fields = [doc.get(f) for f in ("seed", "key", "offset")]
+        if not all(isinstance(v, int) and not isinstance(v, bool) and 0 <= v < 2**64 for v in fields):
+            raise ValueError("invalid cuda generator state: seed, key and offset must be integers in [0, 2**64)")
+        st = cls(fields[0])
+        st.key, st.offset = fields[1], fields[2]
+        return st
 
 
 def build(xp, cx, fusion, status=None) -> dict:
@@ -409,7 +432,8 @@ def build(xp, cx, fusion, status=None) -> dict:
     k.update(
         from_numpy=from_numpy, to_numpy=to_numpy, full=full, arange=arange, astype=astype, copy=copy,
         assign=assign,
-        rng_new=rng_new, uniform=uniform, normal=normal, randint=randint, randperm=randperm, bernoulli=bernoulli,
+        rng_new=rng_new, rng_get_state=lambda state: state.to_bytes(), rng_set_state=CudaRng.from_bytes,
+        uniform=uniform, normal=normal, randint=randint, randperm=randperm, bernoulli=bernoulli,
         where=where,
         sum=reduce(xp.sum), prod=reduce(xp.prod), max=minmax(xp.amax), min=minmax(xp.amin),
         any=minmax(xp.any), all=minmax(xp.all), argmax=arg(xp.argmax), argmin=arg(xp.argmin),

@@ -4,6 +4,8 @@ NumPy returns host scalars for 0-d results; every kernel here returns an ndarray
 """
 from __future__ import annotations
 
+import json
+
 import numpy as np
 from numpy import ndarray
 
@@ -228,6 +230,34 @@ def clip(x, lo, hi):
     return _arr(np.clip(x, lo, hi))
 
 
+_RNG_FORMAT = "tensorplug.numpy.rng/1"
+
+
+def rng_get_state(state) -> bytes:
+    """The generator's bit_generator.state (a dict of ints and strings) as UTF-8 JSON; never pickle."""
+    doc = {"format": _RNG_FORMAT, "bit_generator": state.bit_generator.state}
+    return json.dumps(doc, sort_keys=True, separators=(",", ":")).encode("utf-8")
+
+
+def rng_set_state(data) -> np.random.Generator:
+    try:
+        doc = json.loads(bytes(data).decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, TypeError) as e:
+        raise ValueError(f"not a numpy generator state: {e}") from None
+    if not isinstance(doc, dict) or doc.get("format") != _RNG_FORMAT or not isinstance(doc.get("bit_generator"), dict):
+        raise ValueError(f"not a numpy generator state (expected format {_RNG_FORMAT!r})")
+    st = doc["bit_generator"]
+    name = st.get("bit_generator")
+    if name != "PCG64":
+        raise ValueError(f"unsupported bit generator {name!r} (expected 'PCG64')")
+    bg = np.random.PCG64()
+    try:
+        bg.state = st
+    except (ValueError, TypeError, KeyError) as e:
+        raise ValueError(f"invalid PCG64 state: {e}") from None
+    return np.random.Generator(bg)
+
+
 def build() -> dict:
     k = {name: _pointwise(fn) for name, fn in _UFUNCS.items() if fn is not None}
     k["erf"] = _erf
@@ -245,6 +275,7 @@ def build() -> dict:
         assign=assign,
         rng_new=lambda seed: np.random.Generator(np.random.PCG64(seed)),
         uniform=uniform, normal=normal, randint=randint, randperm=randperm, bernoulli=bernoulli,
+        rng_get_state=rng_get_state, rng_set_state=rng_set_state,
         where=lambda c, x, y: _arr(np.where(c, x, y)),
         sum=_reduce(np.sum), prod=_reduce(np.prod),
         max=_minmax(np.max), min=_minmax(np.min), any=_minmax(np.any), all=_minmax(np.all),

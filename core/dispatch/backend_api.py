@@ -82,7 +82,9 @@ REQUIRED: dict[str, str] = {
 }
 
 # Optional kernels: a backend may provide them natively; otherwise the decomposition
-# in tensorplug.dispatch.decompositions (written in required primitives) is used.
+# in tensorplug.dispatch.decompositions (written in required primitives) is used. The
+# decompositions of rng_get_state / rng_set_state cannot be written in primitives: they
+# raise NotImplementedError (see NO_FALLBACK).
 OPTIONAL: dict[str, str] = {
     "sigmoid": "sigmoid(x) -> 1 / (1 + exp(-x))",
     "log1p": "log1p(x) -> log(1 + x), accurate for small x",
@@ -96,7 +98,15 @@ OPTIONAL: dict[str, str] = {
     "randint": "randint(state, low, high, shape, dtype) -> integers uniform in [low, high)",
     "randperm": "randperm(state, n, dtype) -> a random permutation of range(n)",
     "bernoulli": "bernoulli(state, p: float array) -> 0/1 in p's dtype, 1 with probability p",
+    # generator state export/import (no decomposition exists: without them, get_state/set_state raise)
+    "rng_get_state": "rng_get_state(state) -> bytes: a self-describing serialisation of the generator state "
+                     "(it must not change the state)",
+    "rng_set_state": "rng_set_state(data: bytes) -> a new generator state equal to the one rng_get_state "
+                     "serialised (raises ValueError for bytes it cannot read)",
 }
+
+# optional kernels whose decomposition only raises NotImplementedError
+NO_FALLBACK = frozenset(("rng_get_state", "rng_set_state"))
 
 # families of optional kernels kept in their own modules (conv/pool, normalization/embedding)
 OPTIONAL_FAMILIES = ("optional_conv", "optional_norm")

@@ -111,6 +111,21 @@ def bernoulli(K, state, p):
     return K["astype"](K["lt"](u, K["astype"](p, "float64")), dtype)
 
 
+def _backend_name(K):
+    b = K.get("__backend__")
+    return getattr(b, "name", "?") if b is not None else "?"
+
+
+def rng_get_state(K, state):
+    raise NotImplementedError(f"backend {_backend_name(K)!r} cannot export generator state: it does not "
+                              "implement the optional kernel rng_get_state")
+
+
+def rng_set_state(K, data):
+    raise NotImplementedError(f"backend {_backend_name(K)!r} cannot import generator state: it does not "
+                              "implement the optional kernel rng_set_state")
+
+
 def _dt(K, x):
     return x.dtype.name if hasattr(x.dtype, "name") else str(x.dtype)
 

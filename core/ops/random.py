@@ -1,13 +1,15 @@
 """Random numbers: Generator objects, manual_seed (every device), and the sampling functions.
 
 A Generator wraps a backend's opaque generator state (`rng_new(seed)`), so it belongs to the
-backend that served its device when it first drew numbers. The default generator of each
+backend that served its device when it first drew numbers. get_state() serialises it to a uint8
+CPU tensor through the backend's optional rng_get_state / rng_set_state kernels. The default generator of each
 device type is created on first use from the global seed (and again, with that seed, if the
 device type is switched to another backend).
 """
 from __future__ import annotations
 
-import copy
+import base64
+import json
 import time
 
 from .. import dtypes as _dt
@@ -54,13 +56,64 @@ class Generator:
         return self._seed
 
     def get_state(self):
-        """An opaque snapshot of the generator's state (for set_state)."""
-        return (self._seed, copy.deepcopy(self._get()))
+        """The generator's state as a uint8 CPU tensor (like PyTorch's ByteTensor): UTF-8 JSON holding
+        the seed, the device, the backend and the backend's own serialisation of its generator state
+        (kernel rng_get_state). It can be saved with tensorplug.save and given back to set_state."""
+        k = self._kernels()
+        data = k["rng_get_state"](self._get())
+        if not isinstance(data, (bytes, bytearray)):
+            raise RuntimeError(f"backend {k['__backend__'].name!r}: rng_get_state returned "
+                               f"{type(data).__name__}, not bytes")
+        doc = {"format": _STATE_FORMAT, "seed": self._seed, "device": str(self.device),
+               "backend": k["__backend__"].name, "state": base64.b64encode(bytes(data)).decode("ascii")}
+        import numpy as np
+        from .creation import tensor
+        raw = json.dumps(doc, sort_keys=True, separators=(",", ":")).encode("utf-8")
+        return tensor(np.frombuffer(raw, dtype=np.uint8).copy(), dtype=_dt.uint8, device="cpu")
 
-    def set_state(self, state):
-        self._seed, st = state
-        self._state = copy.deepcopy(st)
+    def set_state(self, new_state):
+        """Restore a state returned by get_state (a uint8 tensor, e.g. after tensorplug.save/load)."""
+        seed, data, origin = _parse_state(new_state)
+        k = self._kernels()
+        try:
+            st = k["rng_set_state"](data)
+        except ValueError as e:
+            raise RuntimeError(f"set_state: the state (saved from backend {origin!r}) cannot be restored on "
+                               f"backend {k['__backend__'].name!r} for device {self.device}: {e}") from None
+        self._seed, self._state = seed, st
         return self
+
+
+_STATE_FORMAT = "tensorplug.rng_state/1"
+
+
+def _parse_state(new_state):
+    """(seed, backend bytes, backend name) from a get_state tensor; clear errors for anything else."""
+    if isinstance(new_state, tuple):
+        raise TypeError("set_state expects the uint8 tensor returned by get_state(); the old "
+                        "(seed, generator) tuple form of the state is no longer accepted")
+    if not isinstance(new_state, Tensor):
+        raise TypeError(f"set_state expects a uint8 tensor (from get_state()), got {type(new_state).__name__}")
+    if new_state.dtype is not _dt.uint8 or new_state.dim() != 1:
+        raise RuntimeError(f"set_state expects a 1-d uint8 tensor (from get_state()), got a "
+                           f"{new_state.dim()}-d tensor of dtype {new_state.dtype}")
+    import numpy as np
+    raw = np.ascontiguousarray(np.asarray(new_state.detach()._host(), dtype=np.uint8)).tobytes()
+    try:
+        doc = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError):
+        doc = None
+    if not isinstance(doc, dict) or doc.get("format") != _STATE_FORMAT:
+        raise RuntimeError("set_state: the tensor is not a generator state from get_state() "
+                           f"(expected {_STATE_FORMAT!r} data)")
+    seed, data = doc.get("seed"), doc.get("state")
+    if not isinstance(seed, int) or isinstance(seed, bool) or not 0 <= seed < 2**64 or not isinstance(data, str):
+        raise RuntimeError("set_state: the generator state is malformed (bad seed or state field)")
+    try:
+        data = base64.b64decode(data.encode("ascii"), validate=True)
+    except (ValueError, UnicodeEncodeError):
+        raise RuntimeError("set_state: the generator state is malformed (state is not base64)") from None
+    return seed, data, doc.get("backend", "?")
 
 
 def _check_seed(seed) -> int:

@@ -25,6 +25,23 @@ def test_every_record_is_a_kernel():
     assert sorted(set(RECORDS) - set(REQUIRED) - set(OPTIONAL)) == []
 
 
+def test_fallback_raises_only_for_kernels_without_a_decomposition():
+    """Exactly the kernels of NO_FALLBACK (whose decompositions only raise NotImplementedError) declare
+    fallback_raises, and their decompositions do raise it."""
+    import pytest
+
+    from tensorplug.dispatch.backend_api import NO_FALLBACK
+    from tensorplug.dispatch.decompositions import complete_table
+    declared = {r.name for r in RECORDS.values() if r.fallback_raises is not None}
+    assert declared == set(NO_FALLBACK)
+    from tensorplug.dispatch import registry
+    native = registry.compute["numpy"].kernels
+    K = complete_table({n: f for n, f in native.items() if n in REQUIRED})
+    for name in NO_FALLBACK:
+        with pytest.raises(NotImplementedError, match="cannot (export|import) generator state"):
+            RECORDS[name].fallback_raises(K)
+
+
 def test_records_are_well_formed():
     """Each record has dtypes, a reference or a random check, and samples for each of its dtypes."""
     for rec in RECORDS.values():

@@ -227,6 +227,26 @@ def test_cuda_seeding_functions(cuda_standin):
     cu.set_device(0)
 
 
+def test_cuda_rng_state_round_trips_and_saves(cuda_standin, tmp_path):
+    """tensorplug.cuda.get_rng_state is a uint8 cpu tensor (the backend's SplitMix64 key and counter);
+    set_rng_state restores the stream, also after save/load, and per device."""
+    cu = tensorplug.cuda
+    cu.manual_seed_all(5)
+    torch.rand(3, device="cuda:1")
+    s = cu.get_rng_state("cuda:1")
+    assert s.dtype == torch.uint8 and s.device.type == "cpu"
+    torch.save(s, tmp_path / "cuda_rng.pt")
+    a = torch.rand(6, device="cuda:1").tolist()
+    cu.set_rng_state(s, "cuda:1")
+    assert torch.rand(6, device="cuda:1").tolist() == a
+    cu.set_rng_state(torch.load(tmp_path / "cuda_rng.pt"), "cuda:1")
+    assert torch.rand(6, device="cuda:1").tolist() == a
+    with pytest.raises(RuntimeError, match="cannot be restored"):
+        cu.set_rng_state(torch.get_rng_state(), "cuda:0")     # a numpy (cpu) state on the cuda backend
+    with pytest.raises(TypeError, match="tuple form"):
+        cu.set_rng_state((5, None))
+
+
 def test_tf32_is_off_unless_asked(cuda_standin, standin_state, monkeypatch):
     """Building the kernels sets CuPy's float32 compute type to DEFAULT (no TF32); set_allow_tf32 and
     TENSORPLUG_CUDA_TF32=1 turn TF32 on."""

@@ -74,6 +74,88 @@ def test_generator_state_round_trip():
     assert torch.rand(3).tolist() == x
 
 
+def test_rng_state_is_a_uint8_cpu_tensor():
+    """Like PyTorch's ByteTensor: a 1-d uint8 tensor on cpu; reading it does not advance the stream."""
+    torch.manual_seed(11)
+    s = torch.get_rng_state()
+    assert isinstance(s, torch.Tensor) and s.dtype == torch.uint8 and s.dim() == 1 and s.device.type == "cpu"
+    assert torch.get_rng_state().tolist() == s.tolist()
+    torch.rand(2)
+    assert torch.get_rng_state().tolist() != s.tolist()
+
+
+def test_rng_state_round_trip_after_draws():
+    """get -> draw -> set -> draw again gives the same numbers, for every sampler."""
+    torch.manual_seed(5)
+    torch.rand(7)
+
+    def draw():
+        return [torch.rand(5).tolist(), torch.randn(3).tolist(), torch.randint(0, 100, (4,)).tolist(),
+                torch.randperm(6).tolist()]
+    s = torch.get_rng_state()
+    a = draw()
+    torch.set_rng_state(s)
+    assert draw() == a
+    torch.set_rng_state(s)                     # the same state can be restored again
+    assert draw() == a
+
+
+def test_generator_state_carries_the_seed():
+    g = torch.Generator().manual_seed(123)
+    torch.rand(3, generator=g)
+    s = g.get_state()
+    a = torch.rand(4, generator=g).tolist()
+    h = torch.Generator().manual_seed(9)
+    h.set_state(s)
+    assert h.initial_seed() == 123 and torch.rand(4, generator=h).tolist() == a
+    assert h.set_state(s) is h
+
+
+def test_rng_state_save_and_load(tmp_path):
+    """torch.save(torch.get_rng_state(), p); torch.set_rng_state(torch.load(p)) restores the stream."""
+    p = tmp_path / "rng.pt"
+    torch.manual_seed(2)
+    torch.save(torch.get_rng_state(), p)
+    a = torch.rand(6).tolist()
+    torch.set_rng_state(torch.load(p))
+    assert torch.rand(6).tolist() == a
+    g = torch.Generator().manual_seed(4)
+    torch.save({"gen": g.get_state()}, tmp_path / "g.pt")
+    b = torch.randn(3, generator=g).tolist()
+    g.set_state(torch.load(tmp_path / "g.pt")["gen"])
+    assert torch.randn(3, generator=g).tolist() == b
+
+
+def test_set_rng_state_rejects_bad_input():
+    g = torch.Generator().manual_seed(1)
+    with pytest.raises(TypeError, match="tuple form"):
+        g.set_state((1, object()))
+    with pytest.raises(TypeError, match="uint8 tensor"):
+        torch.set_rng_state([1, 2, 3])
+    with pytest.raises(RuntimeError, match="uint8"):
+        torch.set_rng_state(torch.zeros(4))
+    with pytest.raises(RuntimeError, match="1-d uint8"):
+        torch.set_rng_state(torch.zeros(2, 3, dtype=torch.uint8))
+    with pytest.raises(RuntimeError, match="not a generator state"):
+        torch.set_rng_state(torch.tensor(list(b"garbage"), dtype=torch.uint8))
+    with pytest.raises(RuntimeError, match="not a generator state"):
+        torch.set_rng_state(torch.get_rng_state()[:-3])
+    before = g.get_state().tolist()
+    with pytest.raises(RuntimeError):
+        g.set_state(torch.tensor(list(b"{}"), dtype=torch.uint8))
+    assert g.get_state().tolist() == before        # a rejected state leaves the generator unchanged
+
+
+def test_set_rng_state_rejects_a_corrupt_backend_state():
+    import base64
+    import json
+    doc = json.loads(bytes(torch.get_rng_state().tolist()).decode())
+    doc["state"] = base64.b64encode(b'{"format": "something else"}').decode()
+    bad = torch.tensor(list(json.dumps(doc).encode()), dtype=torch.uint8)
+    with pytest.raises(RuntimeError, match="cannot be restored"):
+        torch.set_rng_state(bad)
+
+
 def test_fresh_generators_share_the_default_seed():
     """Two unseeded Generators produce the same stream (PyTorch's default seed 67280421310721)."""
     g1, g2 = torch.Generator(), torch.Generator()

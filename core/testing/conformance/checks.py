@@ -336,6 +336,21 @@ def check_random(K, rec, dtype, backend_dtypes):
     rec.random(K, dtype)
 
 
+def check_fallback_raises(K, rec):
+    """A kernel whose decomposition cannot be written in primitives: through the decomposition it
+    raises NotImplementedError (naming the kernel's purpose), never anything else."""
+    try:
+        rec.fallback_raises(K)
+    except NotImplementedError as e:
+        if not str(e):
+            raise CheckFailure(f"{rec.name}: the decomposition raised NotImplementedError without a message")
+        return
+    except Exception as e:  # noqa: BLE001
+        raise CheckFailure(f"{rec.name}: the decomposition raised {type(e).__name__} ({e}), "
+                           "expected NotImplementedError") from None
+    raise CheckFailure(f"{rec.name}: the decomposition did not raise NotImplementedError")
+
+
 def check_errors(rec, device):
     """Frontend calls on tensors on the backend's device that must raise."""
     import tensorplug

@@ -8,6 +8,10 @@ Check ids (what `-k`, xfail lists and reports use):
     <family>.<kernel>.view[<dtype>]                   aliasing of view kernels (and non-aliasing of copies)
     <family>.<kernel>.random[<dtype>]                 statistics and reproducibility of random kernels
     <family>.<kernel>.fallback[<dtype>]               an optional kernel through its decomposition
+                                                      (for a kernel with no real decomposition, e.g.
+                                                      rng_get_state: that the decomposition raises
+                                                      NotImplementedError; so does .random when the
+                                                      backend lacks the kernel)
     <family>.<kernel>.errors                          frontend inputs that must raise, on the device
     autograd.<op>.grad / autograd.<op>.gradgrad        derivatives of frontend ops vs finite differences
     device.<what>                                     creation, transfer, placement, generators, training
@@ -165,11 +169,18 @@ def build_checks(backend) -> list[Check]:
                 continue
             base = f"{fam}.{name}"
             if rec.random is not None:
-                out.append(Check(f"{base}.random[{dt}]", fam, name, "random", dt,
-                                 lambda r=rec, d=dt: C.check_random(K, r, d, dtypes)))
+                if rec.fallback_raises is not None and rec.kind == "optional" and name not in native:
+                    # no real decomposition: the backend's table must raise NotImplementedError cleanly
+                    out.append(Check(f"{base}.random[{dt}]", fam, name, "random", dt,
+                                     lambda r=rec: C.check_fallback_raises(K, r)))
+                else:
+                    out.append(Check(f"{base}.random[{dt}]", fam, name, "random", dt,
+                                     lambda r=rec, d=dt: C.check_random(K, r, d, dtypes)))
                 if with_fallback:
                     out.append(Check(f"{base}.fallback[{dt}]", fam, name, "fallback", dt,
-                                     lambda r=rec, d=dt: C.check_random(fallback(), r, d, dtypes)))
+                                     (lambda r=rec: C.check_fallback_raises(fallback(), r))
+                                     if rec.fallback_raises is not None else
+                                     (lambda r=rec, d=dt: C.check_random(fallback(), r, d, dtypes))))
                 continue
             out.append(Check(f"{base}.forward[{dt}]", fam, name, "forward", dt,
                              lambda r=rec, d=dt: C.check_forward(K, r, d, dtypes)))

@@ -146,6 +146,31 @@ def _bernoulli(K, dt):
     _reproducible(K, lambda st: _np(K, K["bernoulli"](st, K["from_numpy"](half.copy()))), "bernoulli")
 
 
+def _rng_state(K, dt):
+    """rng_get_state / rng_set_state: bytes that restore the stream (get -> draw -> set -> draw again)."""
+    draw = lambda st: _np(K, K["uniform"](st, (32,), dt))  # noqa: E731
+    s = K["rng_new"](2024)
+    draw(s)
+    data = K["rng_get_state"](s)
+    _expect(isinstance(data, bytes), f"rng_get_state returned {type(data).__name__}, not bytes")
+    _expect(K["rng_get_state"](s) == data, "rng_get_state: a second export of an unchanged state differs")
+    a = draw(s)
+    _expect(K["rng_get_state"](s) != data, "rng_get_state: drawing did not change the exported state")
+    r = K["rng_set_state"](data)
+    _expect(np.array_equal(draw(r), a), "rng_set_state: the restored state drew other numbers than the original "
+                                        "did after rng_get_state")
+    r1, r2 = K["rng_set_state"](data), K["rng_set_state"](bytes(bytearray(data)))
+    draw(r1)                                   # states restored from the same bytes are independent
+    _expect(np.array_equal(draw(r2), a), "rng_set_state: drawing from one restored state changed another")
+    _expect(K["rng_get_state"](K["rng_set_state"](data)) == data, "rng_set_state then rng_get_state: other bytes")
+    try:
+        K["rng_set_state"](b"\x00 not a generator state")
+    except ValueError:
+        pass
+    else:
+        raise AssertionError("rng_set_state accepted bytes that are not a generator state (expected ValueError)")
+
+
 def _none(dt, rng):
     return []
 
@@ -158,3 +183,10 @@ for _name, _dtypes, _fn, _doc in (
         ("randperm", ("int64", "int32", "int16", "int8", "uint8"), _randperm, "a uniform random permutation"),
         ("bernoulli", FLOAT, _bernoulli, "0/1 in p's dtype")):
     register(OpRecord(_name, "random", _dtypes, _none, random=_fn, doc=_doc))
+
+register(OpRecord("rng_get_state", "random", ("float32",), _none, random=_rng_state,
+                  fallback_raises=lambda K: K["rng_get_state"](K["rng_new"](0)),
+                  doc="bytes serialising a generator state; rng_set_state restores it (no decomposition)"))
+register(OpRecord("rng_set_state", "random", ("float32",), _none, random=_rng_state,
+                  fallback_raises=lambda K: K["rng_set_state"](b"{}"),
+                  doc="a generator state from rng_get_state's bytes (no decomposition)"))
