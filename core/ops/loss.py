@@ -9,6 +9,8 @@ from __future__ import annotations
 import math
 import warnings
 
+import numpy as np
+
 from .. import dtypes as _dt
 from ..autograd import grad_mode
 from ._core import Tensor, _gstate, _make, broadcast_shapes, record
@@ -195,15 +197,20 @@ def _pick(input, target, weight, ignore_index):
     """(-input[n, target[n], ...] * w, w): the per-element nll loss and its weight (0 where ignored).
     input: (N, C, ...), target: (N, ...) int64."""
     c = input.shape[1]
+    # validate on one host copy of the (small) target: a single transfer instead of three syncs
+    host = np.asarray(target._host()).reshape(-1)
+    valid_host = host != ignore_index
+    all_valid = bool(valid_host.all())
+    tv = host if all_valid else host[valid_host]
+    if tv.size and (tv.min() < 0 or tv.max() >= c):
+        bad = int(tv[(tv < 0) | (tv >= c)][0])
+        raise IndexError(f"Target {bad} is out of bounds.")
+    if all_valid and weight is None:
+        picked = input.gather(1, target.unsqueeze(1)).squeeze(1)
+        ones = _make(input._k["full"](tuple(picked.shape), 1, input._dtype.name), input._dtype, input._k,
+                     input._dev)
+        return -picked, ones, ones.to(_dt.bool_)
     valid = target != ignore_index
-    if target.numel():
-        tv = target[valid] if not bool(valid.all()) else target
-        if tv.numel():
-            lo, hi = int(tv.min()), int(tv.max())
-            if lo < 0 or hi >= c:
-                host = tv._host().reshape(-1)
-                bad = int(host[(host < 0) | (host >= c)][0])
-                raise IndexError(f"Target {bad} is out of bounds.")
     safe = _where(valid, target, 0)
     picked = input.gather(1, safe.unsqueeze(1)).squeeze(1)
     vf = valid.to(input.dtype)
