@@ -9,7 +9,7 @@ after `work.wait()`. A process that is not a member of `group` does nothing and 
 from __future__ import annotations
 
 from ..tensor import Tensor, _make
-from .process_group import _world, _state, resolve
+from .process_group import _world, resolve
 from .reduce_op import ReduceOp, as_reduce_op
 from .work import Work
 
@@ -58,6 +58,12 @@ def _op_name(op, t):
     return op.value, False
 
 
+def _group(group):
+    """The process group to run on: raises if not initialized; None where this process is not a
+    member of `group` (the collective is then a no-op for it)."""
+    return _world() if group is None else resolve(group)
+
+
 def _divider(t, n):
     k = t._k
     n = float(n)
@@ -67,9 +73,8 @@ def _divider(t, n):
 # -- point to point --------------------------------------------------------------------------------
 def send(tensor, dst, group=None, tag=0) -> None:
     """Send `tensor` to global rank `dst`; returns when the buffer may be reused."""
-    pg = _state.world if group is None else resolve(group)
+    pg = _group(group)
     if pg is None:
-        _world()
         return None
     _check(tensor)
     pg.backend.send(tensor._data, _peer(pg, dst, "destination rank"), tag, pg.handle)
@@ -78,9 +83,8 @@ def send(tensor, dst, group=None, tag=0) -> None:
 def recv(tensor, src=None, group=None, tag=0) -> int:
     """Receive into `tensor` (preallocated, of the sent shape and dtype) from global rank `src`
     (None: from any process). Returns the sender's global rank."""
-    pg = _state.world if group is None else resolve(group)
+    pg = _group(group)
     if pg is None:
-        _world()
         return -1
     _check(tensor)
     s = None if src is None else _peer(pg, src, "source rank")
@@ -91,9 +95,8 @@ def recv(tensor, src=None, group=None, tag=0) -> int:
 
 def isend(tensor, dst, group=None, tag=0):
     """Start sending `tensor`; returns a Work (don't modify the tensor before `wait()`)."""
-    pg = _state.world if group is None else resolve(group)
+    pg = _group(group)
     if pg is None:
-        _world()
         return None
     _check(tensor)
     return Work(pg.backend.isend(tensor._data, _peer(pg, dst, "destination rank"), tag, pg.handle), None, pg)
@@ -101,9 +104,8 @@ def isend(tensor, dst, group=None, tag=0):
 
 def irecv(tensor, src=None, group=None, tag=0):
     """Start receiving into `tensor`; returns a Work (the data is there after `wait()`)."""
-    pg = _state.world if group is None else resolve(group)
+    pg = _group(group)
     if pg is None:
-        _world()
         return None
     _check(tensor)
     s = None if src is None else _peer(pg, src, "source rank")
@@ -114,9 +116,8 @@ def irecv(tensor, src=None, group=None, tag=0):
 # -- collectives -------------------------------------------------------------------------------------
 def all_reduce(tensor, op=_SUM, group=None, async_op=False):
     """Reduce `tensor` over the group with `op`; every process gets the result in `tensor`."""
-    pg = _state.world if group is None else resolve(group)
+    pg = _group(group)
     if pg is None:
-        _world()
         return None
     if tensor.__class__ is not Tensor:
         _check(tensor)
@@ -136,9 +137,8 @@ def all_reduce(tensor, op=_SUM, group=None, async_op=False):
 
 def broadcast(tensor, src, group=None, async_op=False):
     """Copy `tensor` of global rank `src` into `tensor` of every process of the group."""
-    pg = _state.world if group is None else resolve(group)
+    pg = _group(group)
     if pg is None:
-        _world()
         return None
     _check(tensor)
     root = pg.group_rank(src, "source rank")
@@ -150,9 +150,8 @@ def broadcast(tensor, src, group=None, async_op=False):
 def reduce(tensor, dst, op=_SUM, group=None, async_op=False):
     """Reduce `tensor` over the group into `tensor` of global rank `dst` (the other processes'
     tensors are left as they were)."""
-    pg = _state.world if group is None else resolve(group)
+    pg = _group(group)
     if pg is None:
-        _world()
         return None
     _check(tensor)
     name, avg = _op_name(op, tensor)
@@ -169,9 +168,8 @@ def reduce(tensor, dst, op=_SUM, group=None, async_op=False):
 
 def all_gather(tensor_list, tensor, group=None, async_op=False):
     """Every process gets every process's `tensor`: tensor_list[i] receives group rank i's."""
-    pg = _state.world if group is None else resolve(group)
+    pg = _group(group)
     if pg is None:
-        _world()
         return None
     _check(tensor)
     _check_list(tensor_list, tensor, pg.handle.size, "tensor_list")
@@ -184,9 +182,8 @@ def all_gather(tensor_list, tensor, group=None, async_op=False):
 def all_gather_into_tensor(output_tensor, input_tensor, group=None, async_op=False):
     """Like all_gather, into one tensor: `output_tensor` has size * input's numel elements, either
     stacked (shape (size, *input.shape)) or concatenated along dim 0."""
-    pg = _state.world if group is None else resolve(group)
+    pg = _group(group)
     if pg is None:
-        _world()
         return None
     _check(output_tensor, "output_tensor")
     _check(input_tensor, "input_tensor")
@@ -204,9 +201,8 @@ def all_gather_into_tensor(output_tensor, input_tensor, group=None, async_op=Fal
 def gather(tensor, gather_list=None, dst=0, group=None, async_op=False):
     """Global rank `dst` gets every process's `tensor` in gather_list (one per group rank); the
     other processes pass gather_list=None."""
-    pg = _state.world if group is None else resolve(group)
+    pg = _group(group)
     if pg is None:
-        _world()
         return None
     _check(tensor)
     root = pg.group_rank(dst, "destination rank")
@@ -227,9 +223,8 @@ def gather(tensor, gather_list=None, dst=0, group=None, async_op=False):
 def scatter(tensor, scatter_list=None, src=0, group=None, async_op=False):
     """Global rank `src` sends scatter_list[i] to group rank i, which receives it in `tensor`; the
     other processes pass scatter_list=None."""
-    pg = _state.world if group is None else resolve(group)
+    pg = _group(group)
     if pg is None:
-        _world()
         return None
     _check(tensor)
     root = pg.group_rank(src, "source rank")
@@ -249,9 +244,8 @@ def scatter(tensor, scatter_list=None, src=0, group=None, async_op=False):
 def reduce_scatter(output, input_list, op=_SUM, group=None, async_op=False):
     """Reduce input_list elementwise over the group; group rank i receives the reduction of every
     process's input_list[i] in `output`."""
-    pg = _state.world if group is None else resolve(group)
+    pg = _group(group)
     if pg is None:
-        _world()
         return None
     _check(output, "output")
     _check_list(input_list, output, pg.handle.size, "input_list")
@@ -269,9 +263,8 @@ def reduce_scatter(output, input_list, op=_SUM, group=None, async_op=False):
 def reduce_scatter_tensor(output, input, op=_SUM, group=None, async_op=False):
     """reduce_scatter with one input tensor of size * output's numel elements (group rank i gets
     the i-th slice along the flattened input)."""
-    pg = _state.world if group is None else resolve(group)
+    pg = _group(group)
     if pg is None:
-        _world()
         return None
     _check(output, "output")
     _check(input, "input")
@@ -287,9 +280,8 @@ def reduce_scatter_tensor(output, input, op=_SUM, group=None, async_op=False):
 
 def barrier(group=None, async_op=False):
     """Wait until every process of the group has entered the barrier."""
-    pg = _state.world if group is None else resolve(group)
+    pg = _group(group)
     if pg is None:
-        _world()
         return None
     req = pg.backend.barrier(pg.handle, async_op)
     return Work(req, None, pg) if async_op else None

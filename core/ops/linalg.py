@@ -248,6 +248,13 @@ def mm(input, mat2, *, out=None):
     return matmul(input, mat2, out=out)
 
 
+def _named(r, node_name):
+    """matmul's result, its backward node named for the op that was asked for (bmm, mv, dot)."""
+    if r.grad_fn is not None:
+        r.grad_fn._name = node_name
+    return r
+
+
 def bmm(input, mat2, *, out=None):
     """Batched matrix product of 3-D tensors with equal batch sizes: (b, n, m) @ (b, m, p) -> (b, n, p)."""
     _check_tensor(input, "bmm", "input")
@@ -263,10 +270,7 @@ def bmm(input, mat2, *, out=None):
         raise RuntimeError(f"Expected size for first two dimensions of batch2 tensor to be: [{sa[0]}, {sa[2]}] "
                            f"but got: [{sb[0]}, {sb[1]}] (batch1 has shape {list(sa)}, batch2 has shape "
                            f"{list(sb)}).")
-    r = matmul(input, mat2, out=out)
-    if r.grad_fn is not None:
-        r.grad_fn._name = "BmmBackward0"
-    return r
+    return _named(matmul(input, mat2, out=out), "BmmBackward0")
 
 
 def mv(input, vec, *, out=None):
@@ -278,10 +282,7 @@ def mv(input, vec, *, out=None):
     if input._dtype is not vec._dtype:
         raise RuntimeError(f"mv: expected the matrix and the vector to have the same dtype, but got "
                            f"{_tn(input._dtype)} and {_tn(vec._dtype)}")
-    r = matmul(input, vec, out=out)
-    if r.grad_fn is not None:
-        r.grad_fn._name = "MvBackward0"
-    return r
+    return _named(matmul(input, vec, out=out), "MvBackward0")
 
 
 def dot(input, other, *, out=None):
@@ -295,10 +296,7 @@ def dot(input, other, *, out=None):
                            f"and {_tn(other._dtype)}")
     if input._dtype is _dt.bool_:
         raise NotImplementedError("\"dot\" not implemented for 'Bool'")
-    r = matmul(input, other, out=out)
-    if r.grad_fn is not None:
-        r.grad_fn._name = "DotBackward0"
-    return r
+    return _named(matmul(input, other, out=out), "DotBackward0")
 
 
 def vdot(input, other, *, out=None):
