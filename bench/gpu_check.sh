@@ -9,8 +9,9 @@
 #   2. runs `tensorplug backends check cuda` (the whole conformance suite; TF32 off);
 #   3. runs bench/gpu.py (matmul, elementwise, MLP and ResNet-18 steps with the device's ceilings);
 #   4. runs tests/cuda/test_cuda_gpu.py without its conformance part, where pytest is installed.
-# Everything goes to OUTPUT_DIR: environment.txt, install.txt, check.txt + check.json, bench.txt +
-# bench.json, pytest_gpu.txt, and summary.txt (one line per step with its exit code).
+# Everything goes to OUTPUT_DIR, in 8 files (the most a lent device machine sends back): environment.txt,
+# install.txt, check.txt (backends list, then the check) + check.json, bench.txt + bench.json,
+# pytest_gpu.txt, and summary.txt (one line per step with its exit code).
 # Time limits (seconds) per step: CHECK_TIMEOUT (default 420), BENCH_TIMEOUT (240), PYTEST_TIMEOUT (150).
 # GPU_CHECK_SKIP_INSTALL=1 skips step 1 (an environment where tensorplug is installed already).
 set -u
@@ -72,9 +73,9 @@ if ! (cd / && "$PY" -c "import tensorplug.backends.cuda_backend, tensorplug.cli"
 fi
 
 # 2. the conformance suite on the real backend
-"$PY" -m tensorplug backends list > "$OUT/backends.txt" 2>&1
+"$PY" -m tensorplug backends list > "$OUT/check.txt" 2>&1
 run_limited "${CHECK_TIMEOUT:-420}" "$PY" -m tensorplug backends check cuda --json "$OUT/check.json" \
-  > "$OUT/check.txt" 2>&1
+  >> "$OUT/check.txt" 2>&1
 step "tensorplug backends check cuda" $?
 tail -n 25 "$OUT/check.txt" >> "$SUMMARY"
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import warnings
 
 import numpy as np
 
@@ -31,13 +32,15 @@ def _import_nccl():
     import cupy
     for name in ("cupy.cuda.nccl", "cupy_backends.cuda.libs.nccl"):
         try:
-            mod = importlib.import_module(name)
+            with warnings.catch_warnings():     # CuPy warns when libnccl is missing; the reason below says it
+                warnings.simplefilter("ignore", UserWarning)
+                mod = importlib.import_module(name)
         except ImportError:
             continue
         if getattr(mod, "available", True) and hasattr(mod, "NcclCommunicator"):
             return cupy, mod
-    raise ImportError("cupy.cuda.nccl is not usable: NCCL is not installed (pip install nvidia-nccl-cu12) "
-                      "or this CuPy was built without NCCL")
+    raise ImportError("cupy.cuda.nccl is not usable: NCCL is not installed (pip install nvidia-nccl-cu12, "
+                      "or -cu13, matching your CuPy's CUDA) or this CuPy was built without NCCL")
 
 
 class NcclGroup:
