@@ -1,6 +1,7 @@
 """`pytest --pyargs tensorplug.testing.conformance --backend NAME` in a fresh interpreter: the suite
 shipped inside the package runs as pytest tests, `-k` selects, `--xfail-file` expects, and a planted
-wrong kernel of an installed third-party backend makes pytest fail naming the op and dtype."""
+wrong kernel of an installed third-party backend makes pytest fail naming the op and dtype, and a
+backend unavailable here is one visible skip with its reason."""
 import os
 import subprocess
 import sys
@@ -82,3 +83,47 @@ def test_pyargs_catches_a_planted_bug_and_honours_xfail_file(tmp_path):
                 "-k", "pointwise.sub.forward", "--xfail-file", str(xf), env=env)
     assert r.returncode == 0, r.stdout[-3000:]
     assert "1 xfailed" in r.stdout
+
+
+OFFLINE = textwrap.dedent('''
+    from tensorplug.backends.numpy_backend import NumpyBackend
+    from tensorplug.dispatch import hookimpl
+
+
+    class Offline(NumpyBackend):
+        name = "offline"
+        device_type = "offlinedev"
+
+        def is_available(self):
+            return False, "no frobnicator attached"
+
+        def native_kernels(self):
+            raise AssertionError("an unavailable backend must not be asked for kernels")
+
+
+    @hookimpl
+    def tensorplug_register_backends(registry):
+        registry.add(Offline())
+''')
+
+
+def test_an_unavailable_backend_is_one_visible_skip(tmp_path):
+    site = tmp_path / "site"
+    site.mkdir()
+    info = site / "offplug-1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: offplug\nVersion: 1.0\n")
+    (info / "entry_points.txt").write_text("[tensorplug]\noffline = offplug\n")
+    (site / "offplug.py").write_text(OFFLINE)
+    env = {"PYTHONPATH": os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")])}
+    r = _pytest(tmp_path, "--pyargs", "tensorplug.testing.conformance", "--backend", "offline", "-q", "-rs",
+                env=env)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    assert r.stdout.strip().splitlines()[-1].startswith("1 skipped")
+    assert "backend 'offline' is not available here: no frobnicator attached" in r.stdout
+    # the same through pytest_tests(), as a backend's own test suite uses it
+    (tmp_path / "test_own.py").write_text("from tensorplug.testing.conformance import pytest_tests\n"
+                                          "test_conformance = pytest_tests('offline')\n")
+    r = _pytest(tmp_path, "-q", "-rs", "test_own.py", env=env)
+    assert r.returncode == 0 and "1 skipped" in r.stdout, r.stdout[-3000:] + r.stderr[-3000:]
+    assert "no frobnicator attached" in r.stdout

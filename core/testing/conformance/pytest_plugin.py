@@ -75,16 +75,27 @@ def pytest_report_header(config):
 
 
 # -- the parametrized test ---------------------------------------------------------------------------
-def make_test(backend, pattern=None, xfails=None, xfail_files=()):
-    from .runner import build_checks, collect_xfails, resolve, select, xfail_reason
-    b = resolve(backend)
-    checks = select(build_checks(b), pattern)
+def check_params(b, pattern=None, xfails=None, xfail_files=()):
+    """One pytest param per conformance check of backend `b` (expected failures marked xfail); a
+    backend unavailable here (no GPU, a missing library) gives one skipped param with the reason."""
+    from .runner import build_checks, collect_xfails, select, xfail_reason
+    ok, why = b.is_available()
+    if not ok:
+        return [pytest.param(None, id=f"{b.name}-unavailable",
+                             marks=pytest.mark.skip(reason=f"backend {b.name!r} is not available here: {why}"))]
     expected = collect_xfails(b, xfails, xfail_files)
     params = []
-    for c in checks:
+    for c in select(build_checks(b), pattern):
         reason = xfail_reason(c.id, expected)
         marks = [pytest.mark.xfail(reason=reason, strict=False)] if reason else []
         params.append(pytest.param(c, id=c.id, marks=marks))
+    return params
+
+
+def make_test(backend, pattern=None, xfails=None, xfail_files=()):
+    from .runner import resolve
+    b = resolve(backend)
+    params = check_params(b, pattern, xfails, xfail_files)
 
     @pytest.mark.parametrize("conformance_check", params)
     def test_conformance(conformance_check):

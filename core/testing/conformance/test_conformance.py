@@ -9,19 +9,13 @@ def pytest_generate_tests(metafunc):
         return
     from tensorplug.dispatch import registry
 
-    from .runner import build_checks, collect_xfails, resolve, xfail_reason
-    import pytest
+    from .pytest_plugin import check_params
+    from .runner import resolve
     name = metafunc.config.getoption("tensorplug_backend", None) or registry.backend_for("cpu").name
     files = [f for f in [metafunc.config.getoption("tensorplug_xfail_file", None)] if f]
     backend = resolve(name)
-    expected = collect_xfails(backend, None, files)
-    params = []
-    for c in build_checks(backend):
-        reason = xfail_reason(c.id, expected)
-        params.append(pytest.param(c, id=c.id, marks=[pytest.mark.xfail(reason=reason, strict=False)]
-                                   if reason else []))
     metafunc.config._tensorplug_conformance_backend = backend
-    metafunc.parametrize("conformance_check", params)
+    metafunc.parametrize("conformance_check", check_params(backend, xfail_files=files))
 
 
 def test_conformance(conformance_check, request):
