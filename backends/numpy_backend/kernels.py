@@ -5,11 +5,18 @@ NumPy returns host scalars for 0-d results; every kernel here returns an ndarray
 from __future__ import annotations
 
 import json
+import warnings
 
 import numpy as np
 from numpy import ndarray
 
 from tensorplug.dispatch.backend_api import BINARY, UNARY
+
+# NumPy warns about IEEE results (log(0), inf - inf, float16 overflow); PyTorch's kernels are silent.
+# The filter matches only warnings raised from this package's code, so the user's own NumPy calls
+# still warn, and it costs nothing until a warning is raised (np.errstate per call costs ~0.6 us).
+# Test runners that reset warning filters per test (pytest) show them again in their summary.
+warnings.filterwarnings("ignore", category=RuntimeWarning, module=r"tensorplug\.backends\.numpy_backend(\.|$)")
 
 
 def _arr(r):
@@ -89,16 +96,24 @@ def _sigmoid(x, out=None):
     return _arr(r)
 
 
-def _reduce(fn):
+# Reductions call the ufunc methods, not np.sum & co: those wrappers are slower, and the warnings they
+# raise come from NumPy's own module, past the filter above.
+def _reduce(ufunc):
     # NumPy widens small integers by default; the SPI keeps x's dtype unless told otherwise
     def kernel(x, axes, keepdims, dtype=None):
-        return _arr(fn(x, axis=axes, keepdims=keepdims, dtype=dtype or x.dtype))
+        return _arr(ufunc.reduce(x, axis=axes, keepdims=keepdims, dtype=dtype or x.dtype))
     return kernel
 
 
-def _minmax(fn):
+def _minmax(ufunc):
     def kernel(x, axes, keepdims):
-        return _arr(fn(x, axis=axes, keepdims=keepdims))
+        return _arr(ufunc.reduce(x, axis=axes, keepdims=keepdims))
+    return kernel
+
+
+def _scan(ufunc):
+    def kernel(x, axis):
+        return x.copy() if x.ndim == 0 else ufunc.accumulate(x, axis=axis, dtype=x.dtype)
     return kernel
 
 
@@ -277,11 +292,10 @@ def build() -> dict:
         uniform=uniform, normal=normal, randint=randint, randperm=randperm, bernoulli=bernoulli,
         rng_get_state=rng_get_state, rng_set_state=rng_set_state,
         where=lambda c, x, y: _arr(np.where(c, x, y)),
-        sum=_reduce(np.sum), prod=_reduce(np.prod),
-        max=_minmax(np.max), min=_minmax(np.min), any=_minmax(np.any), all=_minmax(np.all),
+        sum=_reduce(np.add), prod=_reduce(np.multiply),
+        max=_minmax(np.maximum), min=_minmax(np.minimum), any=_minmax(np.logical_or), all=_minmax(np.logical_and),
         argmax=_arg(np.argmax), argmin=_arg(np.argmin),
-        cumsum=lambda x, axis: np.cumsum(x, axis=axis, dtype=x.dtype),
-        cumprod=lambda x, axis: np.cumprod(x, axis=axis, dtype=x.dtype),
+        cumsum=_scan(np.add), cumprod=_scan(np.multiply),
         argsort=argsort,
         reshape=lambda x, shape: x.reshape(shape),
         permute=lambda x, axes: x.transpose(axes),

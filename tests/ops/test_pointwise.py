@@ -338,3 +338,33 @@ def test_inplace_errors():
 def test_devices_must_match_message():
     a = torch.ones(2)
     assert "cpu" in str(a.device)
+
+
+_IEEE_SILENT = """
+import math
+import numpy as np
+import tensorplug as torch
+x = torch.tensor([float("inf"), 0.0])
+assert math.isnan((x - x).tolist()[0])
+assert torch.log(torch.tensor([0.0])).tolist() == [float("-inf")]
+assert (torch.tensor([1.0]) / 0).tolist() == [float("inf")]
+assert (torch.tensor([1.0], dtype=torch.float16) * 1e5).tolist() == [float("inf")]
+assert torch.full((10,), 60000.0, dtype=torch.float16).sum().item() == float("inf")
+assert torch.cumprod(torch.tensor([1e30, 1e30]), 0).tolist()[1] == float("inf")
+try:
+    np.log(np.zeros(1))
+except RuntimeWarning:
+    print("the user's own NumPy calls still warn")
+"""
+
+
+def test_ieee_special_results_are_silent():
+    """inf - inf, log(0), overflow give IEEE results without NumPy's RuntimeWarnings (PyTorch is silent),
+    even under -W error; the filter is scoped to the backend, so NumPy calls of the user's still warn.
+    (A fresh interpreter: pytest resets warning filters around every test.)"""
+    import subprocess
+    import sys
+    r = subprocess.run([sys.executable, "-W", "error::RuntimeWarning", "-c", _IEEE_SILENT], capture_output=True,
+                       text=True, timeout=120)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert r.stdout.strip() == "the user's own NumPy calls still warn"
