@@ -42,6 +42,9 @@ class Tensor:
     _out_nr = 0
     _ver = None                       # [version] shared by all views of one storage
     _base = None                      # the tensor this one is a view of
+    _vsteps = None                    # (kernel, args) steps making a view's array from its base's
+    _vgen = 0                         # a view: the base's _rebases its history was made against
+    _rebases = 0                      # a base: in-place writes into it (or its views) recorded so far
     _acc = None                       # weakref to this leaf's AccumulateGrad node
     _hooks = None
     _post_acc_hooks = None            # [hook(tensor)] run after .grad was accumulated (leaves)

@@ -112,10 +112,16 @@ class _RemovableHandle:
         return False
 
 
+refresh_view = None     # ops.view_inplace.refresh: remakes the history of a view its root outdated
+
+
 def edge_of(t):
     """Where a gradient for tensor `t` flows: (node, output_nr), or None if t needs none."""
     if not t._rg:
         return None
+    base = t._base
+    if base is not None and t._vgen != base._rebases:
+        refresh_view(t)
     fn = t.grad_fn
     if fn is not None:
         return (fn, t._out_nr)

@@ -190,20 +190,27 @@ def zeros_like_grad(t):
 
 
 # -- in-place bookkeeping -------------------------------------------------------------------
-_VIEW_INPLACE = ("in-place operations that carry gradients through a view are not supported by "
-                 "tensorplug (the view's base would not see them); write into the base with index "
-                 "assignment (base[index] = value) or use an out-of-place op instead")
-
-
 def check_inplace(t, incoming_grad=False):
     """Raise if an in-place op on t would corrupt autograd. `incoming_grad`: the written value
-    requires grad."""
+    requires grad. Every in-place path that passes this check calls rewritten(t) after recording t's
+    new history."""
     if _gstate.enabled:
         if t._rg and t.grad_fn is None:
             raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
-        base = t._base
-        if base is not None and (base._rg or incoming_grad):
-            raise RuntimeError(_VIEW_INPLACE)
+        if t._base is not None:
+            from . import view_inplace
+            view_inplace.check(t, incoming_grad)
+
+
+def rewritten(t):
+    """t got new history from an in-place op. A view: rebase its root's history onto it
+    (view_inplace.py). A root: its existing views' histories are now stale (remade when used)."""
+    if t._rg and _gstate.enabled:
+        if t._base is not None:
+            from . import view_inplace
+            view_inplace.rebase(t)
+        else:
+            t._rebases += 1
 
 
 def snapshot(t):
@@ -220,15 +227,17 @@ def commit_inplace(t, result):
     if rs != ts:
         raise RuntimeError(f"output with shape {list(ts)} doesn't match the broadcast shape {list(rs)}")
     check_cast(result._dtype, t._dtype)
-    if result._rg and t._base is not None and _gstate.enabled:
-        raise RuntimeError(_VIEW_INPLACE)
     t._k["assign"](t._data, result._data)
     t._bump_version()
-    if result._rg:
-        t.grad_fn, t._out_nr, t._rg = result.grad_fn, result._out_nr, True
+    if result._rg and _gstate.enabled:
+        if result.grad_fn is None:      # a leaf (copy_(w)): t must not become a leaf itself
+            record("CopyBackwards", t, (result,), lambda g: (g,))
+        else:
+            t.grad_fn, t._out_nr, t._rg = result.grad_fn, result._out_nr, True
     elif t._rg and _gstate.enabled:
         # overwritten by values that don't depend on the old ones: no gradient flows back
         record("FillBackward0", t, (t,), lambda g: (None,))
+    rewritten(t)
     return t
 
 

@@ -27,7 +27,8 @@ import numpy as np
 
 from .. import dtypes as _dt
 from ._core import (Tensor, _gstate, _make, broadcast_all_shapes, broadcast_shapes, cast_data,
-                    check_inplace, device_mismatch, is_scalar, record, scalar_value, sum_to, wrap_dim)
+                    check_inplace, device_mismatch, is_scalar, record, rewritten, scalar_value, sum_to,
+                    wrap_dim)
 from .shape import make_view
 
 
@@ -300,7 +301,7 @@ def _take(x, p, name=None):
     """x[plan]: an aliasing view for basic keys, else a new tensor."""
     k = x._k
     if p.key2 is None:
-        r = make_view(x, k["slice"](x._data, p.key1))
+        r = make_view(x, k["slice"](x._data, p.key1), ("slice", (p.key1,)))
     else:
         data = x._data if p.trivial else k["slice"](x._data, p.key1)
         r = _make(k["index"](data, p.key2), x._dtype, k, x._dev)
@@ -394,6 +395,7 @@ def _put(x, p, value, accumulate=False, name=None):
             return (gx, gv)
         record(name or ("CopySlices" if p.key2 is None else "IndexPutBackward0"), x,
                (x, vt) if vt is not None else (x,), vjp)
+        rewritten(x)
     return x
 
 
@@ -526,7 +528,7 @@ def _masked_fill(self, mask, value, inplace):
             raise RuntimeError(f"output with shape {list(xshape)} doesn't match the broadcast shape "
                                f"{list(shape)}")
         if grad_on:
-            check_inplace(self)
+            check_inplace(self, vt is not None and vt._rg)
         k["assign"](self._data, k["where"](mask._data, vd, self._data))
         self._bump_version()
         out = self
@@ -547,6 +549,8 @@ def _masked_fill(self, mask, value, inplace):
             gv = _grad_to(masked_fill(g, ~m, 0).sum(), (), vdt) if v_rg else None
             return (gs, gv)
         record("MaskedFillBackward0", out, (self, vt) if vt is not None else (self,), vjp)
+        if inplace:
+            rewritten(out)
     return out
 
 
@@ -675,7 +679,7 @@ def _scatter_impl(self, dim, index, src, add, inplace, what):
     idx = _norm_index(k, data, xshape[dim], dim, negative=False, err=_oob_rt)
     target = self if inplace else self.clone()
     if _gstate.enabled:
-        check_inplace(target)
+        check_inplace(target, st is not None and st._rg)
     k["scatter_add" if add else "scatter"](target._data, idx, sd, dim)
     target._bump_version()
     s_rg, v_rg = target._rg, st is not None and st._rg
@@ -692,6 +696,8 @@ def _scatter_impl(self, dim, index, src, add, inplace, what):
             return (gs, gv)
         record("ScatterAddBackward0" if add else ("ScatterBackward0" if st is not None else "ScatterBackward1"),
                target, (target, st) if st is not None else (target,), vjp)
+        if inplace:
+            rewritten(target)
     return target
 
 

@@ -528,7 +528,7 @@ def _diagonal(input, offset=0, dim1=0, dim2=1):
     a1, a2 = wrap_dim(dim1, n), wrap_dim(dim2, n)
     if a1 == a2:
         raise RuntimeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
-    r = make_view(input, input._k["diagonal"](input._data, offset, a1, a2))
+    r = make_view(input, input._k["diagonal"](input._data, offset, a1, a2), ("diagonal", (offset, a1, a2)))
     if input._rg and _gstate.enabled:
         shape = input._data.shape
         rows, cols = shape[a1], shape[a2]

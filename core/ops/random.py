@@ -14,7 +14,7 @@ import time
 
 from .. import dtypes as _dt
 from ..device import as_device
-from ._core import Tensor, _make, check_inplace
+from ._core import Tensor, _make, check_inplace, commit_inplace
 from .creation import _size, resolve_device
 
 _DEFAULT_SEED = 67280421310721
@@ -309,10 +309,9 @@ def multinomial(input, num_samples, replacement=False, *, generator=None):
 # -- in-place samplers -----------------------------------------------------------------------------------
 def _fill_from(self, sample):
     check_inplace(self)
-    self._k["assign"](self._data, sample._data if sample._dtype is self._dtype
-                      else self._k["astype"](sample._data, self._dtype.name))
-    self._bump_version()
-    return self
+    if sample._dtype is not self._dtype:
+        sample = _make(self._k["astype"](sample._data, self._dtype.name), self._dtype, self._k, self._dev)
+    return commit_inplace(self, sample)
 
 
 def uniform_(self, a=0.0, b=1.0, *, generator=None):

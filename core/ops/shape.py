@@ -19,19 +19,31 @@ from ._core import (Tensor, _gstate, _make, broadcast_all_shapes, check_inplace,
                     commit_inplace, grad_for, record, snapshot, sum_to, wrap_dim)
 
 
-def make_view(base, data):
-    """A tensor over `data`, an aliasing view of base's array: shares base's version counter."""
+def make_view(base, data, step=None):
+    """A tensor over `data`, an aliasing view of base's array: shares base's version counter.
+    `step` = (kernel name, args) makes `data` from base's array; the chain of steps from the root
+    lets an in-place op on the view rebase the root's history (view_inplace.py)."""
     t = _make(data, base._dtype, base._k, base._dev)
     if base._ver is None:
         base._ver = [0]
     t._ver = base._ver
-    t._base = base._base if base._base is not None else base
+    root = base._base
+    if root is None:
+        root = base
+        t._vsteps = None if step is None else (step,)
+    else:
+        chain = base._vsteps
+        t._vsteps = None if chain is None or step is None else chain + (step,)
+    t._base = root
+    if root._rebases:
+        t._vgen = root._rebases
     return t
 
 
-def _view(input, data, name, vjp):
-    """A view of input over `data`, recording `vjp` (g -> input grad) when input needs grad."""
-    r = make_view(input, data)
+def _view(input, data, name, vjp, step):
+    """A view of input over `data` (= kernel step[0] on input's array with args step[1]), recording
+    `vjp` (g -> input grad) when input needs grad."""
+    r = make_view(input, data, step)
     if input._rg and _gstate.enabled:
         record(name, r, (input,), lambda g: (vjp(g),))
     return r
@@ -50,8 +62,11 @@ def _zeros(like, shape):
     return _make(like._k["full"](tuple(shape), 0, like._dtype.name), like._dtype, like._k, like._dev)
 
 
+_ALIAS = ("alias", ())
+
+
 def _alias(input):
-    r = make_view(input, input._data)
+    r = make_view(input, input._data, _ALIAS)
     if input._rg and _gstate.enabled:
         record("AliasBackward0", r, (input,), lambda g: (g,))
     return r
@@ -207,7 +222,8 @@ def reshape(input, *shape):
         return _alias(input)
     k = input._k
     if _viewable(input, shape):
-        return _view(input, k["reshape"](input._data, shape), "ViewBackward0", lambda g: g.reshape(old))
+        return _view(input, k["reshape"](input._data, shape), "ViewBackward0", lambda g: g.reshape(old),
+                     ("reshape", (shape,)))
     # not expressible as a view (or the layout is unknown): copy, then reshape the fresh array
     return _new(input, k["reshape"](k["copy"](input._data), shape), "UnsafeViewBackward0",
                 lambda g: g.reshape(old))
@@ -222,7 +238,8 @@ def view(input, *shape):
     if _viewable(input, shape) is False:
         raise RuntimeError("view size is not compatible with input tensor's size and stride (at least one "
                            "dimension spans across two contiguous subspaces). Use .reshape(...) instead.")
-    return _view(input, input._k["reshape"](input._data, shape), "ViewBackward0", lambda g: g.reshape(old))
+    return _view(input, input._k["reshape"](input._data, shape), "ViewBackward0", lambda g: g.reshape(old),
+                 ("reshape", (shape,)))
 
 
 def view_as(input, other):
@@ -309,7 +326,7 @@ def expand(input, *sizes):
     if target == old:
         return _alias(input)
     return _view(input, input._k["broadcast_to"](input._data, target), "ExpandBackward0",
-                 lambda g: sum_to(g, old))
+                 lambda g: sum_to(g, old), ("broadcast_to", (target,)))
 
 
 def expand_as(input, other):
@@ -344,7 +361,8 @@ def permute(input, *dims):
     inv = [0] * n
     for i, a in enumerate(axes):
         inv[a] = i
-    return _view(input, input._k["permute"](input._data, axes), "PermuteBackward0", lambda g: g.permute(*inv))
+    return _view(input, input._k["permute"](input._data, axes), "PermuteBackward0", lambda g: g.permute(*inv),
+                 ("permute", (axes,)))
 
 
 def transpose(input, dim0, dim1):
@@ -354,7 +372,7 @@ def transpose(input, dim0, dim1):
     axes = list(range(n))
     axes[a], axes[b] = axes[b], axes[a]
     return _view(input, input._k["permute"](input._data, tuple(axes)), "TransposeBackward0",
-                 lambda g: g.transpose(a, b))
+                 lambda g: g.transpose(a, b), ("permute", (tuple(axes),)))
 
 
 swapaxes = swapdims = transpose
@@ -434,7 +452,8 @@ def squeeze(input, dim=None):
         return _alias(input)
     # the trailing Ellipsis keeps an all-int key a (0-d) view instead of a scalar copy
     key = tuple(0 if i in drop else slice(None) for i in range(n)) + (Ellipsis,)
-    return _view(input, input._k["slice"](input._data, key), "SqueezeBackward0", lambda g: g.reshape(shape))
+    return _view(input, input._k["slice"](input._data, key), "SqueezeBackward0", lambda g: g.reshape(shape),
+                 ("slice", (key,)))
 
 
 def unsqueeze(input, dim):
@@ -442,7 +461,8 @@ def unsqueeze(input, dim):
     shape = input._data.shape
     d = wrap_dim(dim, len(shape) + 1)
     key = (slice(None),) * d + (None,)
-    return _view(input, input._k["slice"](input._data, key), "UnsqueezeBackward0", lambda g: g.reshape(shape))
+    return _view(input, input._k["slice"](input._data, key), "UnsqueezeBackward0", lambda g: g.reshape(shape),
+                 ("slice", (key,)))
 
 
 # -- slicing views ------------------------------------------------------------------------------------
@@ -481,7 +501,7 @@ def narrow(input, dim, start, length):
     key = (slice(None),) * d + (slice(start, start + length),)
     after = n - start - length
     return _view(input, input._k["slice"](input._data, key), "NarrowBackward0",
-                 lambda g: _pad_along(g, d, start, after))
+                 lambda g: _pad_along(g, d, start, after), ("slice", (key,)))
 
 
 def select(input, dim, index):
@@ -498,7 +518,7 @@ def select(input, dim, index):
         i += n
     key = (slice(None),) * d + (i, Ellipsis)       # Ellipsis: a 0-d result stays a view
     return _view(input, input._k["slice"](input._data, key), "SelectBackward0",
-                 lambda g: _pad_along(unsqueeze(g, d), d, i, n - i - 1))
+                 lambda g: _pad_along(unsqueeze(g, d), d, i, n - i - 1), ("slice", (key,)))
 
 
 def unbind(input, dim=0):
@@ -652,7 +672,7 @@ def diagonal(input, offset=0, dim1=0, dim2=1):
     if data is None:
         data = k["diagonal"](input._data, offset, a, b)
     return _view(input, data, "DiagonalBackward0",
-                 lambda g: movedim(_embed(g, n1, n2, offset), (n - 2, n - 1), (a, b)))
+                 lambda g: movedim(_embed(g, n1, n2, offset), (n - 2, n - 1), (a, b)), ("diagonal", (offset, a, b)))
 
 
 _diagonal = diagonal

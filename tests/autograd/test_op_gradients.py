@@ -39,6 +39,26 @@ def _setitem(t, key, value):
     return t
 
 
+def _view_mul(h, b):
+    v = h[1:].t()           # a (4, 2) view of rows 1.. of h
+    v.mul_(b.unsqueeze(1))  # written through the view
+    return h * v.sum()      # uses the base and the (rebased) view
+
+
+def _view_of_view_add(h, b):
+    d = h.t()[1]            # column 1 of h: a view of a view
+    d[1:].add_(b)           # rows 1 and 2 of that column
+    return h * h
+
+
+def _buffer_rows(b):
+    buf = torch.zeros(2, 3, dtype=torch.float64)
+    buf[0].copy_(b)         # buf now carries b's gradient
+    row = buf[1]            # made before the next write: its history is remade when it is used
+    buf[1] = b * b
+    return buf * row.sum()
+
+
 class Case:
     def __init__(self, name, fn, make, second_order=True, **tolerances):
         self.name, self.fn, self.make, self.second_order = name, fn, make, second_order
@@ -82,6 +102,11 @@ CASES = [
     Case("inplace_chain", lambda a: (a * 2).add_(1).mul_(a), lambda: (r(3),)),
     Case("fill_", lambda a: (a * 1).fill_(2.0) * a, lambda: (r(3),)),
     Case("copy_", lambda a, b: (a * 1).copy_(b * 2) + a, lambda: (r(2, 3), r(3))),
+    Case("copy_leaf_into_buffer", lambda a: torch.zeros(3, dtype=torch.float64).copy_(a) * a, lambda: (r(3),)),
+    # in-place through views: the base's history is rebased (CopySlices), the view becomes a view of it
+    Case("inplace_through_view", lambda a, b: _view_mul(a * 1, b), lambda: (r(3, 4), r(4))),
+    Case("inplace_through_view_of_view", lambda a, b: _view_of_view_add(a * 1, b), lambda: (r(3, 4), r(2))),
+    Case("inplace_on_buffer_view", lambda b: _buffer_rows(b), lambda: (r(3),)),
     # reductions and views
     Case("sum_dim", lambda a: a.sum(1), lambda: (nc(3, 4),)),
     Case("sum_all", lambda a: a.sum(), lambda: (r(3, 4),)),
