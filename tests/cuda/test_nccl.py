@@ -82,3 +82,37 @@ def test_errors(nccl_job):
         dist.all_reduce(torch.ones(2))
     with pytest.raises(ValueError, match="any source"):
         dist.recv(torch.ones(2, device="cuda"))
+
+
+def test_the_stand_in_has_the_shape_of_cupy_nccl():
+    """Every NCCL function, constant and communicator method the backend uses exists in the installed
+    cupy.cuda.nccl with the stand-in's parameters (needs CuPy and the NCCL library, no GPU)."""
+    import inspect
+    import re
+    from pathlib import Path
+
+    from _real_cupy import real_cupy, unavailable
+    real_cupy()
+    try:
+        from cupy.cuda import nccl
+    except ImportError as e:
+        unavailable(f"cupy.cuda.nccl does not import here: {e}")
+    if not getattr(nccl, "available", False):
+        unavailable("the NCCL library is not installed (pip install nvidia-nccl-cu13)")
+    backend_source = Path(inspect.getsourcefile(NcclBackend)).read_text()
+    used = set(re.findall(r"\bNCCL_[A-Z0-9]+\b", backend_source))
+    assert used >= {"NCCL_SUM", "NCCL_FLOAT32"}
+    missing = [n for n in sorted(used) + ["get_unique_id", "groupStart", "groupEnd", "get_version"]
+               if not hasattr(nccl, n)]
+    assert missing == []
+
+    def arity(doc_line):        # "NcclCommunicator.send(self, intptr_t sendbuf, ...)" -> parameters after self
+        params = doc_line[doc_line.index("(") + 1:doc_line.rindex(")")].split(",")
+        return len([p for p in params if p.strip() and p.strip() != "self" and "=" not in p])
+    for name, fn in vars(fake_nccl.NcclCommunicator).items():
+        if name.startswith("_"):
+            continue
+        real = getattr(nccl.NcclCommunicator, name)
+        assert arity(real.__doc__.strip().splitlines()[0]) == len(inspect.signature(fn).parameters) - 1, name
+    assert arity(nccl.NcclCommunicator.__doc__.strip().splitlines()[0]) == len(
+        inspect.signature(fake_nccl.NcclCommunicator.__init__).parameters) - 1
