@@ -463,8 +463,9 @@ def relu(input):
 
 
 def _pass_where_positive(g, y):
-    # a multiply by the 0/1 mask is branch-free: several times faster than a select on random signs
-    return mul(g, gt(y, 0))
+    # y = relu(x) is >= 0 or NaN; PyTorch passes the gradient where not (y <= 0), i.e. where y != 0
+    # (NaN included). A multiply by the 0/1 mask is branch-free: faster than a select on random signs.
+    return mul(g, ne(y, 0))
 
 
 def clamp(input, min=None, max=None, *, out=None):

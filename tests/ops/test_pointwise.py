@@ -302,6 +302,13 @@ def test_clamp_where_relu_gradients():
     assert gradcheck(lambda a, b: torch.where(cond, a, b), (x, b))   # broadcast operand
 
 
+def test_relu_gradient_at_nan_and_zero_is_pytorchs():
+    """PyTorch's threshold_backward: grad where not (y <= 0): passes at NaN, stops at 0 and below."""
+    x = torch.tensor([float("nan"), -1.0, 0.0, 2.0], requires_grad=True)
+    torch.relu(x).sum().backward()
+    assert x.grad.tolist() == [1.0, 0.0, 0.0, 1.0]
+
+
 def test_mixed_precision_gradient_keeps_input_dtype():
     a = torch.ones(3, dtype=torch.float16, requires_grad=True)
     b = torch.ones(3, dtype=torch.float32, requires_grad=True)
