@@ -1,2 +1,3 @@
 """Every op, defined once, grouped by family. Importing a family attaches its Tensor methods."""
-from . import creation, indexing, linalg, pointwise, random, reduction, shape, view_inplace  # noqa: F401
+from . import (creation, indexing, linalg, numerical, pointwise, random, reduction, shape, special,  # noqa: F401
+               view_inplace)

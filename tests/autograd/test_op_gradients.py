@@ -4,34 +4,22 @@ The table's coverage is itself tested: every backward-node name that appears in 
 (`"XxxBackward0"` literals in core/ops) must be produced by some case, so a new differentiable
 op without a tested gradient makes this file fail.
 """
+import os
 import pathlib
 import re
+import sys
 
 import numpy as np
 import pytest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from opcases import Case, nc, pos, r  # noqa: E402
 
 import tensorplug as torch
 import tensorplug.nn.functional as F
 from tensorplug.autograd import gradcheck, gradgradcheck
 
 OPS_DIR = pathlib.Path(torch.__file__).parent / "ops"
-
-
-def r(*shape, low=-1.0, high=1.0, seed=0):
-    """A float64 leaf requiring grad with values in [low, high)."""
-    rng = np.random.default_rng(seed + 17 * len(shape))
-    return torch.tensor(rng.uniform(low, high, size=shape), dtype=torch.float64, requires_grad=True)
-
-
-def pos(*shape, seed=0):
-    return r(*shape, low=0.5, high=2.0, seed=seed)
-
-
-def nc(*shape, seed=0, low=-1.0, high=1.0):
-    """A non-contiguous (axes-reversed) float64 leaf of the given shape."""
-    rng = np.random.default_rng(seed + 101)
-    t = torch.tensor(rng.uniform(low, high, size=shape[::-1]), dtype=torch.float64)
-    return t.permute(*reversed(range(len(shape)))).detach().requires_grad_()
 
 
 def _setitem(t, key, value):
@@ -57,15 +45,6 @@ def _buffer_rows(b):
     row = buf[1]            # made before the next write: its history is remade when it is used
     buf[1] = b * b
     return buf * row.sum()
-
-
-class Case:
-    def __init__(self, name, fn, make, second_order=True, **tolerances):
-        self.name, self.fn, self.make, self.second_order = name, fn, make, second_order
-        self.tol = tolerances
-
-    def __repr__(self):
-        return self.name
 
 
 CASES = [
@@ -248,6 +227,13 @@ CASES = [
     Case("softmax", lambda a: torch.softmax(a, 1), lambda: (r(3, 4),)),
     Case("log_softmax", lambda a: a.log_softmax(0), lambda: (r(3, 4),)),
 ]
+
+for _family in ("cases_special", "cases_numerical"):      # op families with their cases in files of their own
+    try:
+        CASES += __import__(_family).CASES
+    except ModuleNotFoundError as e:
+        if e.name != _family:
+            raise
 
 
 @pytest.mark.parametrize("case", CASES, ids=repr)

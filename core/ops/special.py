@@ -1,0 +1,11 @@
+"""(scaffold: filled by the special family's author)"""
+from __future__ import annotations
+
+PUBLIC: list[str] = []
+
+
+def _attach():
+    pass
+
+
+_attach()
