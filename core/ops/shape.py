@@ -1087,8 +1087,71 @@ def meshgrid(*tensors, indexing=None):
     return tuple(out)
 
 
+# -- Tensor-only shape methods ----------------------------------------------------------------------
+def unfold(self, dimension, size, step):
+    """Windows of `size` elements every `step` along `dimension`, as a new last dim (a copy, not a view
+    as in PyTorch: writes into it do not reach self)."""
+    shape = tuple(self._data.shape)
+    nd = len(shape)
+    d = wrap_dim(dimension, max(nd, 1))
+    n = shape[d] if nd else 1
+    size, step = _int(size, "size"), _int(step, "step")
+    if size < 0:
+        raise RuntimeError(f"size is {size} but must be >= 0")
+    if step <= 0:
+        raise RuntimeError(f"step is {step} but must be > 0")
+    if size > n:
+        raise RuntimeError(f"maximum size for tensor at dimension {d} is {n} but size is {size}")
+    from .creation import arange
+    if nd == 0:
+        return self.reshape(1)
+    count = (n - size) // step + 1
+    starts = arange(count, dtype=_dt.int64, device=self._dev) * step
+    idx = (starts.unsqueeze(1) + arange(size, dtype=_dt.int64, device=self._dev)).reshape(-1)
+    windows = self.index_select(d, idx).reshape(shape[:d] + (count, size) + shape[d + 1:])
+    return movedim(windows, d + 1, -1)
+
+
+def sum_to_size(self, *size):
+    """self summed down to `size` (self must broadcast from it)."""
+    size = _shape_args(size)
+    shape = tuple(self._data.shape)
+    try:
+        ok = broadcast_all_shapes(tuple(size), shape) == shape
+    except RuntimeError:
+        ok = False
+    if not ok:
+        raise RuntimeError(f"size {{{list(size)}}} is not expandable to size {{{list(shape)}}}.")
+    return sum_to(self, tuple(size))
+
+
+def narrow_copy(input, dim, start, length):
+    return narrow(input, dim, start, length).clone()
+
+
+def fill_diagonal_(self, fill_value, wrap=False):
+    """Fill the main diagonal (all dims of equal length, or a 2-D matrix; `wrap`: a tall matrix's
+    diagonal restarts every columns + 1 rows, as NumPy's fill_diagonal)."""
+    shape = tuple(self._data.shape)
+    if len(shape) < 2:
+        raise RuntimeError("dimensions must larger than 1")
+    if len(shape) > 2 and len(set(shape)) != 1:
+        raise RuntimeError("all dimensions of input must be of equal length")
+    numel = self.numel()
+    if len(shape) == 2:
+        step = shape[1] + 1
+        end = numel if wrap else min(numel, shape[1] * shape[1])
+    else:
+        step = sum(shape[0] ** k for k in range(len(shape)))
+        end = numel
+    from .creation import arange
+    idx = arange(0, end, step, dtype=_dt.int64, device=self._dev)
+    return self.copy_(self.reshape(-1).index_fill(0, idx, fill_value).reshape(shape))
+
+
 def _attach():
     T = Tensor
+    T.unfold, T.sum_to_size, T.narrow_copy, T.fill_diagonal_ = unfold, sum_to_size, narrow_copy, fill_diagonal_
     for name in ("reshape", "view", "view_as", "reshape_as", "expand", "expand_as", "broadcast_to", "permute",
                  "transpose", "swapaxes", "swapdims", "t", "movedim", "moveaxis", "squeeze", "unsqueeze",
                  "flatten", "unflatten", "ravel", "contiguous", "is_contiguous", "chunk", "tensor_split",
@@ -1112,4 +1175,4 @@ PUBLIC = ["reshape", "permute", "broadcast_to", "broadcast_tensors", "transpose"
           "concatenate", "stack", "hstack", "vstack", "row_stack", "dstack", "column_stack", "chunk", "split",
           "split_with_sizes", "tensor_split", "hsplit", "vsplit", "dsplit", "unbind", "narrow", "select", "flip",
           "fliplr", "flipud", "roll", "tile", "repeat_interleave", "diagonal", "diag", "diag_embed", "tril",
-          "triu", "meshgrid", "atleast_1d", "atleast_2d", "atleast_3d"]
+          "triu", "meshgrid", "atleast_1d", "atleast_2d", "atleast_3d", "narrow_copy"]

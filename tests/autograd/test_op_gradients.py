@@ -81,6 +81,9 @@ CASES = [
     Case("inplace_chain", lambda a: (a * 2).add_(1).mul_(a), lambda: (r(3),)),
     Case("fill_", lambda a: (a * 1).fill_(2.0) * a, lambda: (r(3),)),
     Case("copy_", lambda a, b: (a * 1).copy_(b * 2) + a, lambda: (r(2, 3), r(3))),
+    Case("unfold", lambda a: a.unfold(1, 3, 2) * 2, lambda: (r(2, 7),)),
+    Case("sum_to_size", lambda a: a.sum_to_size(1, 4) * a.sum_to_size(4), lambda: (r(3, 4),)),
+    Case("fill_diagonal_", lambda a: (a * 1).fill_diagonal_(2.0, wrap=True) * a, lambda: (r(5, 2),)),
     Case("copy_leaf_into_buffer", lambda a: torch.zeros(3, dtype=torch.float64).copy_(a) * a, lambda: (r(3),)),
     # in-place through views: the base's history is rebased (CopySlices), the view becomes a view of it
     Case("inplace_through_view", lambda a, b: _view_mul(a * 1, b), lambda: (r(3, 4), r(4))),

@@ -790,3 +790,43 @@ def test_reshape_views_really_alias():
         else:
             with pytest.raises(RuntimeError, match="view size is not compatible"):
                 x.view(target)
+
+
+def test_unfold_matches_numpy_sliding_windows():
+    from numpy.lib.stride_tricks import sliding_window_view
+    a = np.arange(2 * 9 * 3, dtype=np.float64).reshape(2, 9, 3)
+    got = torch.tensor(a).unfold(1, 4, 2)
+    want = sliding_window_view(a, 4, axis=1)[:, ::2]           # (2, 3, 3, 4): windows, then window elements
+    assert got.shape == want.shape and np.array_equal(got.numpy(), want)
+    assert torch.arange(7.0).unfold(0, 0, 1).shape == (8, 0)
+    assert torch.tensor(5.0).unfold(0, 1, 1).tolist() == [5.0]
+    with pytest.raises(RuntimeError, match="maximum size for tensor at dimension 0 is 7 but size is 8"):
+        torch.arange(7.0).unfold(0, 8, 1)
+    with pytest.raises(RuntimeError, match="step is 0 but must be > 0"):
+        torch.arange(7.0).unfold(0, 2, 0)
+
+
+def test_sum_to_size_and_narrow_copy():
+    a = torch.arange(6.0).reshape(2, 3)
+    assert a.sum_to_size(1, 3).tolist() == [[3.0, 5.0, 7.0]] and a.sum_to_size(2, 1).tolist() == [[3.0], [12.0]]
+    with pytest.raises(RuntimeError, match="is not expandable to size"):
+        a.sum_to_size(2, 2)
+    c = torch.narrow_copy(a, 1, 1, 2)
+    c.fill_(0)
+    assert a.tolist() == [[0.0, 1.0, 2.0], [3.0, 4.0, 5.0]] and c.shape == (2, 2)
+
+
+@pytest.mark.parametrize("shape,wrap", [((7, 3), True), ((7, 3), False), ((2, 5), False), ((4, 4), False),
+                                        ((3, 3, 3), False)])
+def test_fill_diagonal_matches_numpy(shape, wrap):
+    a = np.zeros(shape)
+    np.fill_diagonal(a, 5.0, wrap=wrap)
+    t = torch.zeros(*shape, dtype=torch.float64)
+    assert t.fill_diagonal_(5.0, wrap=wrap) is t and np.array_equal(t.numpy(), a)
+
+
+def test_fill_diagonal_errors():
+    with pytest.raises(RuntimeError, match="all dimensions of input must be of equal length"):
+        torch.zeros(2, 3, 4).fill_diagonal_(1)
+    with pytest.raises(RuntimeError, match="dimensions must larger than 1"):
+        torch.zeros(3).fill_diagonal_(1)
