@@ -2,7 +2,7 @@
 import importlib
 
 _FAMILIES = ("linear", "conv", "pool", "activation", "normalization", "dropout", "embedding", "loss",
-             "sampling", "padding", "distance")
+             "sampling", "padding", "distance", "attention")
 
 __all__ = []
 for _f in _FAMILIES:

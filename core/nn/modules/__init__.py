@@ -2,7 +2,7 @@
 import importlib
 
 _FILES = ("module", "container", "linear", "conv", "pooling", "activation", "normalization", "dropout",
-          "sparse", "loss", "padding", "pixelshuffle", "upsampling", "distance", "rnn")
+          "sparse", "loss", "padding", "pixelshuffle", "upsampling", "distance", "rnn", "attention", "transformer")
 
 __all__ = []
 for _f in _FILES:

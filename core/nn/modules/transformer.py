@@ -1,0 +1,4 @@
+"""(scaffold: filled by the attention family's author)"""
+from __future__ import annotations
+
+__all__: list[str] = []
