@@ -290,9 +290,12 @@ class Tensor:
     __str__ = __repr__
 
     def __format__(self, spec):
-        if self.ndim == 0 and spec:
+        # as PyTorch: a 0-d tensor formats as its value (also with an empty spec); others only as str()
+        if self.ndim == 0:
             return format(self.item(), spec)
-        return repr(self) if not spec else format(repr(self), spec)
+        if spec:
+            raise TypeError("unsupported format string passed to Tensor.__format__")
+        return repr(self)
 
     def __reduce_ex__(self, protocol):
         import numpy as np

@@ -406,6 +406,13 @@ def test_repr_matches_pytorch(make, expected):
     assert str(t) == expected
 
 
+def test_format_of_zero_dim_tensors_is_their_value():
+    assert f"{torch.tensor(3)}" == "3" and f"{torch.tensor(2.5):>8.2f}" == "    2.50"
+    assert f"{torch.tensor([1, 2])}" == "tensor([1, 2])"
+    with pytest.raises(TypeError, match="unsupported format string"):
+        f"{torch.tensor([1.0, 2.0]):.2f}"
+
+
 def test_repr_grad_fn_suffix():
     """A computed tensor shows its grad_fn."""
     y = torch.tensor([1.0, 2.0], requires_grad=True) * 2
