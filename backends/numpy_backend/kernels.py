@@ -15,7 +15,7 @@ from tensorplug.dispatch.backend_api import BINARY, UNARY
 # NumPy warns about IEEE results (log(0), inf - inf, float16 overflow); PyTorch's kernels are silent.
 # The filter matches only warnings raised from this package's code, so the user's own NumPy calls
 # still warn, and it costs nothing until a warning is raised (np.errstate per call costs ~0.6 us).
-# Test runners that reset warning filters per test (pytest) show them again in their summary.
+# pytest resets filters per test: tensorplug's pytest plugin adds the same filter to its configuration.
 warnings.filterwarnings("ignore", category=RuntimeWarning, module=r"tensorplug\.backends\.numpy_backend(\.|$)")
 
 

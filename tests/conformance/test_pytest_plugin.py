@@ -127,3 +127,22 @@ def test_an_unavailable_backend_is_one_visible_skip(tmp_path):
     r = _pytest(tmp_path, "-q", "-rs", "test_own.py", env=env)
     assert r.returncode == 0 and "1 skipped" in r.stdout, r.stdout[-3000:] + r.stderr[-3000:]
     assert "no frobnicator attached" in r.stdout
+
+
+def test_numpy_backend_warnings_stay_silent_inside_tests(tmp_path):
+    """pytest resets warning filters per test; the plugin keeps the backend's IEEE results silent there
+    too (even under -W error), while NumPy's own warnings in the test still fire."""
+    (tmp_path / "test_ieee.py").write_text(textwrap.dedent('''
+        import numpy as np
+        import pytest
+        import tensorplug as torch
+
+        def test_log_zero():
+            assert torch.log(torch.zeros(1)).tolist() == [float("-inf")]
+
+        def test_numpy_itself_still_warns():
+            with pytest.raises(RuntimeWarning):
+                np.log(np.zeros(1))
+    '''))
+    r = _pytest(tmp_path, "-q", "-W", "error::RuntimeWarning", "test_ieee.py")
+    assert r.returncode == 0 and "2 passed" in r.stdout, r.stdout[-3000:] + r.stderr[-3000:]

@@ -2,6 +2,7 @@
 
 - `--backend NAME` (alias `--tensorplug-backend`) and `--xfail-file FILE` (alias
   `--tensorplug-xfail-file`) choose what `pytest --pyargs tensorplug.testing.conformance` checks;
+- the NumPy backend's RuntimeWarning filter holds inside tests too (pytest resets filters per test);
 - modules inside the installed tensorplug package are imported under their real names (an editable
   install maps `tensorplug` onto the `core/` folder, which pytest would otherwise import as `core`);
 - `make_test(backend)` builds the parametrized test behind `conformance.pytest_tests`.
@@ -29,6 +30,12 @@ def pytest_addoption(parser):
             group.addoption(*names, dest=dest, default=None, help=help_)
         except ValueError:               # another plugin owns the short spelling
             group.addoption(names[1], dest=dest, default=None, help=help_)
+
+
+def pytest_configure(config):
+    # pytest resets warning filters around every test, which drops the NumPy backend's own filter
+    # (IEEE results without RuntimeWarnings, as PyTorch); the same filter, as pytest configuration
+    config.addinivalue_line("filterwarnings", r"ignore::RuntimeWarning:tensorplug\.backends\.numpy_backend")
 
 
 def _in_package(path) -> bool:
