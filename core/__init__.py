@@ -18,6 +18,7 @@ from .tensor import Size, Tensor  # noqa: E402
 from ._formatting import set_printoptions  # noqa: E402
 from . import ops  # noqa: E402,F401  (attaches Tensor methods)
 from .ops._api import *  # noqa: E402,F401,F403
+from . import special  # noqa: E402,F401  (tensorplug.special, like torch.special)
 
 half, float, double = float16, float32, float64
 short, int, long = int16, int32, int64
