@@ -141,13 +141,6 @@ class Fusion:
         host = np.asarray(f(self.xp.asnumpy(x).astype(np.float64)), dtype=np.float64).astype(x.dtype)
         return self._finish(self.xp.asarray(host), out)
 
-    def sign(self, x, out=None):
-        """sign of floats with NaN kept (CuPy's sign ufunc maps NaN to 0; NumPy keeps NaN)."""
-        if self.native:
-            return self._ew(("sign",), "T x", "T y",
-                            "y = (x != x) ? x : (T)((x > (T)0) - (x < (T)0));")(x, self._out(out, x))
-        return self._finish(self.xp.sign(x), out)
-
     def divmod_op(self, which, x, z, out=None):
         """floor_divide ("div"), remainder ("mod") or fmod ("fmod") with NumPy's semantics for every
         numeric dtype (float: npy_divmod; integers exact in 64 bits, not through double)."""

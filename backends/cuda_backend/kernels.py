@@ -15,9 +15,9 @@ NumPy is absorbed here, never in the frontend:
   float32, float64 through the host where CuPy lacks it;
 - `scatter` (last write wins) is made deterministic with `cupyx.scatter_max` over write positions:
   CuPy stores an undefined one of several values written to one place;
-- CuPy's sign maps NaN to 0, its float floor_divide/remainder round differently from NumPy on some
-  inputs, its integer fmod/power go through double: fused kernels (fused.py) implement NumPy's
-  formulas; floor/ceil/trunc/round of integers return them unchanged (CuPy returns floats);
+- CuPy's float floor_divide/remainder round differently from NumPy on some inputs, its integer
+  fmod/power go through double: fused kernels (fused.py) implement NumPy's formulas (CuPy's sign
+  maps NaN to 0, which is PyTorch's sign, the SPI's); floor/ceil/trunc/round of integers return them unchanged (CuPy returns floats);
 - argmax/argmin treat NaN as the extreme (first NaN), argsort puts NaN last (first when descending)
   and is stable, independent of how the CuPy version orders NaN;
 - singular matrices raise (CuPy returns garbage unless `cupyx.errstate(linalg="raise")`);
@@ -148,8 +148,11 @@ def build(xp, cx, fusion, status=None) -> dict:
         return kernel
 
     def sign(x, out=None):
-        if x.dtype.kind == "f":
-            return fusion.sign(x, out)
+        if x.dtype.kind == "b":         # sign of a bool is itself
+            if out is None:
+                return x.copy()
+            xp.copyto(out, x)
+            return out
         return unary("sign", xp.sign)(x, out)
 
     def divmod_kernel(which):

@@ -83,7 +83,10 @@ def _round(x, out=None):
 def _sign(x, out=None):
     if x.dtype.kind == "b":         # sign of a bool is itself
         return x.copy() if out is None else (np.copyto(out, x), out)[1]
-    return _sign_kernel(x, out=out)
+    r = _sign_kernel(x, out=out)
+    if r.dtype.kind == "f":         # PyTorch's sign(NaN) is 0 (NumPy's is NaN)
+        np.copyto(r, 0, where=r != r)
+    return r
 
 
 def _sigmoid(x, out=None):

@@ -45,6 +45,7 @@ REQUIRED: dict[str, str] = {
     "normal": "normal(state, shape, dtype) -> standard normal floats",
     # pointwise
     **{n: f"{n}(x, out=None) -> elementwise {n}" for n in UNARY},
+    "sign": "sign(x, out=None) -> -1, 0 or +1 elementwise; 0 for NaN (PyTorch's sign, not NumPy's)",
     **{n: f"{n}(x, y, out=None) -> elementwise {n}, broadcast (NumPy rules)" for n in BINARY},
     "where": "where(cond: bool array, x, y) -> elements of x where cond else y, broadcast",
     # reductions and scans; axes is a tuple of non-negative ints or None for all

@@ -606,9 +606,8 @@ def signbit(input, *, out=None):
 
 
 def sgn(input, *, out=None):
-    """The sign, 0 at NaN as in PyTorch. >>> sgn(tensor([-2., 0., 3.])) -> [-1., 0., 1.]"""
-    s = sign(input)
-    return _out(where(isnan(input), 0.0, s) if input._dtype.category == 2 else s, out)
+    """The sign (for real tensors, sign itself: 0 at NaN). >>> sgn(tensor([-2., 0., 3.])) -> [-1., 0., 1.]"""
+    return _out(sign(input), out)
 
 
 def deg2rad(input, *, out=None):

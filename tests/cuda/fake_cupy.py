@@ -15,6 +15,7 @@ of __init__.py) is right, given an array module that behaves like CuPy in the wa
 - cupyx.scatter_add takes float32, int32, uint32, uint64 only (CuPy before float16/float64 support;
   `reset(scatter_add=...)` changes it), scatter_max int32, float32, float64, uint32, uint64;
 - linalg.inv / solve return NaN for a singular matrix unless cupyx.errstate(linalg="raise");
+- sign maps NaN to 0, as CuPy's does;
 - there is no ElementwiseKernel / ReductionKernel, so the backend runs its xp lowerings.
 
 `reset(devices=2)` restores the default state (two devices, device 0 current).
@@ -281,6 +282,17 @@ for _n in dir(_np):
     _f = getattr(_np, _n)
     if isinstance(_f, _np.ufunc):
         _g[_n] = _ufunc(_n, _f)
+
+
+def _cupy_sign(x, out=None):
+    """CuPy's sign: NaN -> 0 (NumPy keeps NaN)."""
+    r = _np.sign(x, out=out) if out is not None else _np.asarray(_np.sign(x))
+    if r.dtype.kind == "f":
+        _np.copyto(r, 0, where=r != r)
+    return r
+
+
+sign = _ufunc("sign", _cupy_sign)
 
 
 def _fn(name, f=None):

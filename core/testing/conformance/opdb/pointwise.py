@@ -43,7 +43,12 @@ def _torch():
 unary("neg", NUMERIC, np.negative, errors=[ErrorCase(
     "neg of a bool tensor", lambda T: _torch().neg(T([True, False])), (RuntimeError, TypeError))])
 unary("abs", NUMERIC, np.abs)
-unary("sign", NUMERIC, np.sign)
+def _sign(a):
+    r = np.sign(a)
+    return np.where(np.isnan(r), 0, r).astype(r.dtype) if r.dtype.kind == "f" else r
+
+
+unary("sign", NUMERIC, _sign, doc="sign(NaN) is 0, as PyTorch")
 for _n, _f in (("exp", np.exp), ("log", np.log), ("sqrt", np.sqrt), ("sin", np.sin), ("cos", np.cos),
                ("tanh", np.tanh), ("erf", _erf)):
     unary(_n, FLOAT, _f)
