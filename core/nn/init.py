@@ -84,29 +84,6 @@ def normal_(tensor, mean=0.0, std=1.0, generator=None):
         return tensor.normal_(mean, std, generator=generator)
 
 
-def _erfinv(y):
-    """Inverse error function of a float64 tensor in (-1, 1): Giles' approximation refined by
-    two Newton steps (double precision)."""
-    w = -((1.0 - y) * (1.0 + y)).log()
-    small = w < 5.0
-    ws = w - 2.5
-    p1 = 2.81022636e-08
-    for c in (3.43273939e-07, -3.5233877e-06, -4.39150654e-06, 0.00021858087, -0.00125372503,
-              -0.00417768164, 0.246640727, 1.50140941):
-        p1 = c + p1 * ws
-    wl = w.clamp(min=5.0).sqrt() - 3.0
-    p2 = -0.000200214257
-    for c in (0.000100950558, 0.00134934322, -0.00367342844, 0.00573950773, -0.0076224613,
-              0.00943887047, 1.00167406, 2.83297682):
-        p2 = c + p2 * wl
-    from ..ops.pointwise import where
-    x = where(small, p1, p2) * y
-    k = 2.0 / math.sqrt(math.pi)
-    for _ in range(2):
-        x = x - (x.erf() - y) / (k * (-(x * x)).exp())
-    return x
-
-
 def trunc_normal_(tensor, mean=0.0, std=1.0, a=-2.0, b=2.0, generator=None):
     """Fill with N(mean, std**2) truncated to [a, b] (inverse-CDF sampling)."""
     if mean < a - 2 * std or mean > b + 2 * std:
@@ -126,7 +103,7 @@ def trunc_normal_(tensor, mean=0.0, std=1.0, a=-2.0, b=2.0, generator=None):
         u.uniform_(2 * lo - 1, 2 * hi - 1, generator=generator)
         eps = 1e-15
         u = u.clamp(-1 + eps, 1 - eps)
-        x = _erfinv(u) * (std * math.sqrt(2.0)) + mean
+        x = u.erfinv() * (std * math.sqrt(2.0)) + mean
         x = x.clamp(a, b)
         return _write(tensor, x)
 

@@ -54,6 +54,19 @@ def _pytest(cwd, *args, env=None):
     return subprocess.run(cmd, capture_output=True, text=True, timeout=600, cwd=cwd, env=full_env)
 
 
+def _installed_plugin(tmp_path, dist, entry, source):
+    """A one-module distribution `dist` whose tensorplug entry point `entry` is the module: the
+    environment (PYTHONPATH) under which a fresh interpreter sees it installed."""
+    site = tmp_path / "site"
+    site.mkdir()
+    info = site / f"{dist}-1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {dist}\nVersion: 1.0\n")
+    (info / "entry_points.txt").write_text(f"[tensorplug]\n{entry} = {dist}\n")
+    (site / f"{dist}.py").write_text(source)
+    return {"PYTHONPATH": os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")])}
+
+
 def test_pyargs_runs_the_shipped_suite(tmp_path):
     r = _pytest(tmp_path, "--pyargs", "tensorplug.testing.conformance", "--backend", "numpy", "-q",
                 "-k", "pointwise.add. or device.")
@@ -64,14 +77,7 @@ def test_pyargs_runs_the_shipped_suite(tmp_path):
 
 
 def test_pyargs_catches_a_planted_bug_and_honours_xfail_file(tmp_path):
-    site = tmp_path / "site"
-    site.mkdir()
-    info = site / "badplug-1.0.dist-info"
-    info.mkdir()
-    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: badplug\nVersion: 1.0\n")
-    (info / "entry_points.txt").write_text("[tensorplug]\nbadsub = badplug\n")
-    (site / "badplug.py").write_text(BADPLUG)
-    env = {"PYTHONPATH": os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")])}
+    env = _installed_plugin(tmp_path, "badplug", "badsub", BADPLUG)
     r = _pytest(tmp_path, "--pyargs", "tensorplug.testing.conformance", "--backend", "badsub", "-q",
                 "-k", "pointwise.sub.forward", env=env)
     assert r.returncode == 1, r.stdout[-3000:] + r.stderr[-3000:]
@@ -108,14 +114,7 @@ OFFLINE = textwrap.dedent('''
 
 
 def test_an_unavailable_backend_is_one_visible_skip(tmp_path):
-    site = tmp_path / "site"
-    site.mkdir()
-    info = site / "offplug-1.0.dist-info"
-    info.mkdir()
-    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: offplug\nVersion: 1.0\n")
-    (info / "entry_points.txt").write_text("[tensorplug]\noffline = offplug\n")
-    (site / "offplug.py").write_text(OFFLINE)
-    env = {"PYTHONPATH": os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")])}
+    env = _installed_plugin(tmp_path, "offplug", "offline", OFFLINE)
     r = _pytest(tmp_path, "--pyargs", "tensorplug.testing.conformance", "--backend", "offline", "-q", "-rs",
                 env=env)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
