@@ -334,7 +334,21 @@ def tanh(input):
     return _pw.tanh(input)
 
 
+def gumbel_softmax(logits, tau=1.0, hard=False, eps=1e-10, dim=-1):
+    """softmax((logits + Gumbel noise) / tau) along dim; hard: the one-hot argmax in the forward pass
+    with the soft sample's gradient (straight-through), as PyTorch."""
+    _check_tensor(logits, "gumbel_softmax")
+    gumbels = -logits.detach().new_empty(tuple(logits.shape)).exponential_().log()
+    y_soft = _red.softmax((logits + gumbels) / tau, dim)
+    if not hard:
+        return y_soft
+    index = y_soft.detach().argmax(dim, keepdim=True)
+    y_hard = y_soft.detach().new_zeros(tuple(logits.shape)).scatter_(dim, index, 1.0)
+    return y_hard - y_soft.detach() + y_soft
+
+
 FUNCTIONAL = ["relu", "relu_", "relu6", "leaky_relu", "leaky_relu_", "prelu", "rrelu", "rrelu_", "elu", "elu_",
               "selu", "selu_", "celu", "celu_", "gelu", "silu", "mish", "softplus", "softsign", "tanhshrink",
               "hardtanh", "hardtanh_", "threshold", "threshold_", "hardsigmoid", "hardswish", "hardshrink",
-              "softshrink", "logsigmoid", "glu", "softmax", "log_softmax", "softmin", "sigmoid", "tanh"]
+              "softshrink", "logsigmoid", "glu", "softmax", "log_softmax", "softmin", "sigmoid", "tanh",
+              "gumbel_softmax"]

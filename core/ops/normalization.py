@@ -220,6 +220,28 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
     return _affine(y, weight, bias, ns)
 
 
+def rms_norm(input, normalized_shape, weight=None, eps=None):
+    """x / sqrt(mean(x^2) + eps) over the last len(normalized_shape) dims, times weight; eps None:
+    the dtype's machine epsilon (as PyTorch)."""
+    _check_float(input, "rms_norm")
+    if isinstance(normalized_shape, numbers.Integral):
+        normalized_shape = (int(normalized_shape),)
+    ns = tuple(int(s) for s in normalized_shape)
+    shape = tuple(input.shape)
+    k = len(ns)
+    if k == 0 or k > len(shape) or shape[len(shape) - k:] != ns:
+        raise RuntimeError(f"Given normalized_shape={list(ns)}, expected input with shape [*{', '.join(map(str, ns))}], "
+                           f"but got input of size{list(shape)}")
+    if weight is not None and tuple(weight.shape) != ns:
+        raise RuntimeError(f"rms_norm: expected weight of shape {list(ns)}, got {list(weight.shape)}")
+    if eps is None:
+        from .introspection import finfo
+        eps = finfo(input.dtype).eps
+    dims = tuple(range(len(shape) - k, len(shape)))
+    y = input * (input * input).mean(dims, keepdim=True).add(eps).rsqrt()
+    return y if weight is None else y * weight
+
+
 def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
     """Split the channels (dim 1) into num_groups groups; normalize each sample's group, then apply
     the per-channel affine weight and bias."""
@@ -261,4 +283,4 @@ def local_response_norm(input, size, alpha=1e-4, beta=0.75, k=1.0):
     return input / (acc * (alpha / size) + k).pow(beta)
 
 
-FUNCTIONAL = ["batch_norm", "instance_norm", "layer_norm", "group_norm", "local_response_norm"]
+FUNCTIONAL = ["batch_norm", "instance_norm", "layer_norm", "group_norm", "local_response_norm", "rms_norm"]

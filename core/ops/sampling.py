@@ -291,6 +291,20 @@ def pixel_unshuffle(input, downscale_factor):
     return x.permute(*perm).reshape(*batch, c * r * r, h // r, w // r)
 
 
+def channel_shuffle(input, groups):
+    """(N, C, *) with the channels regrouped: C = groups x k read as k x groups (ShuffleNet)."""
+    g = int(groups)
+    if input.ndim < 3:
+        raise RuntimeError(f"channel_shuffle expects input to have at least 3 dimensions, but got input with "
+                           f"{input.ndim} dimension(s)")
+    if g <= 0:
+        raise RuntimeError(f"Number of groups to divide channels in must be positive. Value of groups:{g}")
+    n, c, *rest = input.shape
+    if c % g:
+        raise RuntimeError(f"Number of channels must be divisible by groups. Got {c} channels and {g} groups.")
+    return input.reshape(n, g, c // g, *rest).transpose(1, 2).reshape(n, c, *rest)
+
+
 # -- affine_grid / grid_sample -----------------------------------------------------------------------------
 def _linspace_from_neg_one(n, align_corners):
     if n <= 1:
@@ -503,4 +517,4 @@ def _tap_coord(c, n, padding_mode, align_corners):
 
 
 FUNCTIONAL = ["interpolate", "upsample", "upsample_nearest", "upsample_bilinear", "grid_sample", "affine_grid",
-              "pixel_shuffle", "pixel_unshuffle"]
+              "pixel_shuffle", "pixel_unshuffle", "channel_shuffle"]

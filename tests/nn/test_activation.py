@@ -280,3 +280,24 @@ def test_functional_namespace_lists_activations():
                  "softplus", "softsign", "tanhshrink", "hardtanh", "threshold", "hardsigmoid", "hardswish",
                  "logsigmoid", "glu", "softmax", "log_softmax", "softmin", "sigmoid", "tanh"):
         assert callable(getattr(F, name)), name
+
+
+def test_gumbel_softmax_samples_and_straight_through_gradient():
+    torch.manual_seed(0)
+    logits = torch.tensor([[0.0, 1.0, 2.0]]).expand(20000, 3)
+    soft = F.gumbel_softmax(logits, tau=1.0)
+    assert torch.allclose(soft.sum(-1), torch.ones(20000), atol=1e-5)
+    hard = F.gumbel_softmax(logits, tau=0.5, hard=True)
+    assert set(hard.unique().tolist()) == {0.0, 1.0} and (hard.sum(-1) == 1).all()
+    # Gumbel-max: the argmax frequencies are softmax(logits)
+    freq = (hard.sum(0) / 20000).tolist()
+    want = np.exp([0.0, 1.0, 2.0]) / np.exp([0.0, 1.0, 2.0]).sum()
+    assert np.allclose(freq, want, atol=0.015)
+    l = torch.tensor([[1.0, 2.0, 3.0]], requires_grad=True)
+    torch.manual_seed(1)
+    y = F.gumbel_softmax(l, tau=0.5, hard=True)
+    (y * torch.tensor([1.0, 2.0, 3.0])).sum().backward()
+    torch.manual_seed(1)
+    l2 = l.detach().clone().requires_grad_()
+    (F.gumbel_softmax(l2, tau=0.5) * torch.tensor([1.0, 2.0, 3.0])).sum().backward()
+    assert torch.allclose(l.grad, l2.grad)       # the hard sample carries the soft sample's gradient

@@ -363,3 +363,39 @@ def test_other_norm_modules():
 ])
 def test_norm_reprs(m, text):
     assert repr(m) == text
+
+
+def _rms_ref(x, dims, weight=None, eps=None):
+    eps = np.finfo(x.dtype).eps if eps is None else eps
+    y = x / np.sqrt((x.astype(np.float64) ** 2).mean(axis=dims, keepdims=True) + eps)
+    return y if weight is None else y * weight
+
+
+@pytest.mark.parametrize("shape,ns", [((2, 3), (3,)), ((2, 3, 4), (3, 4)), ((5, 4), 4)])
+def test_rms_norm_matches_numpy(shape, ns):
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal(shape)
+    k = 1 if isinstance(ns, int) else len(ns)
+    dims = tuple(range(len(shape) - k, len(shape)))
+    w = rng.standard_normal(shape[len(shape) - k:])
+    got = F.rms_norm(torch.tensor(x), ns, torch.tensor(w), eps=1e-6)
+    np.testing.assert_allclose(got.numpy(), _rms_ref(x, dims, w, 1e-6), rtol=1e-12)
+    got = F.rms_norm(torch.tensor(x, dtype=torch.float32), ns)         # eps: float32's epsilon
+    np.testing.assert_allclose(got.numpy(), _rms_ref(x.astype(np.float32), dims), rtol=1e-5)
+
+
+def test_rms_norm_module_gradients_and_errors():
+    m = nn.RMSNorm(3)
+    assert repr(m) == "RMSNorm((3,), eps=None, elementwise_affine=True)" and list(m.state_dict()) == ["weight"]
+    assert m.weight.tolist() == [1.0, 1.0, 1.0]
+    assert nn.RMSNorm([2, 3], elementwise_affine=False).weight is None
+    x = torch.tensor([[0.0, 1.0, 2.0], [3.0, 4.0, 5.0]])
+    np.testing.assert_allclose(m(x).detach().numpy(), _rms_ref(x.numpy(), (1,)), rtol=1e-6)
+    a = torch.tensor([[0.3, -1.2, 0.7], [1.5, 0.2, -0.4]], dtype=torch.float64, requires_grad=True)
+    w = torch.tensor([0.5, 2.0, -1.0], dtype=torch.float64, requires_grad=True)
+    assert gradcheck(lambda a, w: F.rms_norm(a, (3,), w, eps=1e-5), (a, w))
+    assert gradgradcheck(lambda a, w: F.rms_norm(a, (3,), w, eps=1e-5), (a, w))
+    with pytest.raises(RuntimeError, match=r"expected input with shape \[\*4\]"):
+        F.rms_norm(x, (4,))
+    with pytest.raises(RuntimeError, match="expected weight of shape"):
+        F.rms_norm(x, (3,), torch.ones(2))

@@ -445,3 +445,16 @@ def test_ops_on_another_device_with_decomposed_kernels(add_backend):
 
     for a, b in zip(run("altdev"), run("cpu")):
         np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-12)
+
+
+def test_channel_shuffle_matches_numpy():
+    x = np.arange(2 * 6 * 3 * 2, dtype=np.float64).reshape(2, 6, 3, 2)
+    want = x.reshape(2, 3, 2, 3, 2).swapaxes(1, 2).reshape(2, 6, 3, 2)
+    got = F.channel_shuffle(torch.tensor(x), 3)
+    np.testing.assert_array_equal(got.numpy(), want)
+    m = torch.nn.ChannelShuffle(3)
+    assert repr(m) == "ChannelShuffle(groups=3)" and torch.equal(m(torch.tensor(x)), got)
+    with pytest.raises(RuntimeError, match="Number of channels must be divisible by groups. Got 3 channels and 2"):
+        F.channel_shuffle(torch.ones(1, 3, 2), 2)
+    with pytest.raises(RuntimeError, match="at least 3 dimensions"):
+        F.channel_shuffle(torch.ones(2, 4), 2)
