@@ -36,3 +36,19 @@ def softmax(input, dim, *, dtype=None):
 
 def log_softmax(input, dim, *, dtype=None):
     return _reduction.log_softmax(input, dim, dtype)
+
+
+def _public():
+    # functions only this namespace has get the public argument check too (_argcheck); the aliases of
+    # tensorplug functions are the very objects tensorplug exports
+    import inspect
+
+    from .ops._argcheck import tensor_typed
+    g = globals()
+    for name in __all__:
+        fn = g[name]
+        if inspect.isfunction(fn):
+            g[name] = tensor_typed(fn, name)
+
+
+_public()

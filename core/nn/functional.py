@@ -1,5 +1,9 @@
-"""tensorplug.nn.functional: the functional form of every layer (re-exported from the op families)."""
+"""tensorplug.nn.functional: the functional form of every layer (re-exported from the op families, with
+PyTorch's TypeError for non-Tensor arguments: ops._argcheck)."""
 import importlib
+import inspect
+
+from ..ops._argcheck import tensor_typed
 
 _FAMILIES = ("linear", "conv", "pool", "activation", "normalization", "dropout", "embedding", "loss",
              "sampling", "padding", "distance", "attention")
@@ -8,6 +12,7 @@ __all__ = []
 for _f in _FAMILIES:
     _m = importlib.import_module(f"tensorplug.ops.{_f}")
     for _name in getattr(_m, "FUNCTIONAL", ()):
-        globals()[_name] = getattr(_m, _name)
+        _obj = getattr(_m, _name)
+        globals()[_name] = tensor_typed(_obj, _name) if inspect.isfunction(_obj) else _obj
         __all__.append(_name)
-del _f, _m
+del _f, _m, _obj

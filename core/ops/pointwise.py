@@ -302,6 +302,8 @@ bitwise_right_shift = _nograd_binary("right_shift", "Elementwise >> of integer t
 def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
     """|input - other| <= atol + rtol * |other| elementwise (infinities equal only to themselves)."""
     if not isinstance(other, Tensor):
+        if not is_scalar(other):
+            raise TypeError(f"isclose(): argument 'other' (position 2) must be Tensor, not {type(other).__name__}")
         other = _full_like(input, other)
     same = eq(input, other)
     if input._dtype.category != 2 and other._dtype.category != 2:
@@ -472,6 +474,9 @@ def clamp(input, min=None, max=None, *, out=None):
     """Limit values to [min, max]; gradient flows where the input was inside the range."""
     if min is None and max is None:
         raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
+    for name, v in (("min", min), ("max", max)):
+        if v is not None and not isinstance(v, Tensor) and not is_scalar(v):
+            raise TypeError(f"clamp(): argument '{name}' must be Number or Tensor, not {type(v).__name__}")
     if isinstance(min, Tensor) or isinstance(max, Tensor):
         r = input
         if min is not None:

@@ -342,6 +342,7 @@ def broadcast_tensors(*tensors):
     """All tensors expanded (as views) to their common broadcast shape."""
     if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)):
         tensors = tuple(tensors[0])
+    tensors = _tensor_list(tensors, "broadcast_tensors")
     shape = broadcast_all_shapes(*(t._data.shape for t in tensors))
     return tuple(expand(t, shape) for t in tensors)
 
@@ -782,6 +783,7 @@ def _atleast(nd, ts):
     single = len(ts) == 1 and isinstance(ts[0], Tensor)
     if len(ts) == 1 and isinstance(ts[0], (list, tuple)):
         ts = tuple(ts[0])
+    ts = _tensor_list(ts, f"atleast_{nd}d")
     out = []
     for x in ts:
         n = x.ndim
