@@ -17,9 +17,13 @@ from .adam import Adam
 from .adamax import Adamax
 from .adamw import AdamW
 from .lbfgs import LBFGS
+from .nadam import NAdam
 from .optimizer import Optimizer, register_optimizer_step_post_hook, register_optimizer_step_pre_hook
+from .radam import RAdam
 from .rmsprop import RMSprop
+from .rprop import Rprop
 from .sgd import SGD
 
-__all__ = ["Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "Adadelta", "Adamax", "LBFGS",
+__all__ = ["Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "Adadelta", "Adamax", "NAdam", "RAdam",
+           "Rprop", "LBFGS",
            "lr_scheduler", "register_optimizer_step_pre_hook", "register_optimizer_step_post_hook"]
