@@ -197,21 +197,29 @@ def _affine(y, weight, bias, shape):
     return y
 
 
-def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
-    """Normalize over the last len(normalized_shape) dims (each sample on its own), then apply the
-    elementwise affine weight and bias (of shape normalized_shape)."""
-    _check_float(input, "layer_norm")
+def _trailing_shape(input, normalized_shape, what, star, params):
+    """(normalized_shape as a tuple, input's shape), after checking that input ends with it and each
+    given parameter has it. `star`: how PyTorch prints the expected shape ("*, " or "*")."""
+    _check_float(input, what)
     if isinstance(normalized_shape, numbers.Integral):
         normalized_shape = (int(normalized_shape),)
     ns = tuple(int(s) for s in normalized_shape)
     shape = tuple(input.shape)
     k = len(ns)
-    if k == 0 or shape[len(shape) - k:] != ns or k > len(shape):
-        raise RuntimeError(f"Given normalized_shape={list(ns)}, expected input with shape [*, "
+    if k == 0 or k > len(shape) or shape[len(shape) - k:] != ns:
+        raise RuntimeError(f"Given normalized_shape={list(ns)}, expected input with shape [{star}"
                            f"{', '.join(map(str, ns))}], but got input of size{list(shape)}")
-    for t, what in ((weight, "weight"), (bias, "bias")):
+    for t, name in params:
         if t is not None and tuple(t.shape) != ns:
-            raise RuntimeError(f"layer_norm: expected {what} of shape {list(ns)}, got {list(t.shape)}")
+            raise RuntimeError(f"{what}: expected {name} of shape {list(ns)}, got {list(t.shape)}")
+    return ns, shape
+
+
+def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
+    """Normalize over the last len(normalized_shape) dims (each sample on its own), then apply the
+    elementwise affine weight and bias (of shape normalized_shape)."""
+    ns, shape = _trailing_shape(input, normalized_shape, "layer_norm", "*, ", ((weight, "weight"), (bias, "bias")))
+    k = len(ns)
     lead = _numel(shape[:len(shape) - k])
     m = _numel(ns)
     if lead == 0 or m == 0:
@@ -223,17 +231,8 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
 def rms_norm(input, normalized_shape, weight=None, eps=None):
     """x / sqrt(mean(x^2) + eps) over the last len(normalized_shape) dims, times weight; eps None:
     the dtype's machine epsilon (as PyTorch)."""
-    _check_float(input, "rms_norm")
-    if isinstance(normalized_shape, numbers.Integral):
-        normalized_shape = (int(normalized_shape),)
-    ns = tuple(int(s) for s in normalized_shape)
-    shape = tuple(input.shape)
+    ns, shape = _trailing_shape(input, normalized_shape, "rms_norm", "*", ((weight, "weight"),))
     k = len(ns)
-    if k == 0 or k > len(shape) or shape[len(shape) - k:] != ns:
-        raise RuntimeError(f"Given normalized_shape={list(ns)}, expected input with shape [*{', '.join(map(str, ns))}], "
-                           f"but got input of size{list(shape)}")
-    if weight is not None and tuple(weight.shape) != ns:
-        raise RuntimeError(f"rms_norm: expected weight of shape {list(ns)}, got {list(weight.shape)}")
     if eps is None:
         from .introspection import finfo
         eps = finfo(input.dtype).eps

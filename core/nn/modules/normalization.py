@@ -159,25 +159,30 @@ class InstanceNorm3d(_InstanceNorm):
     _batched_ndim = 5
 
 
+def _trailing_affine(module, normalized_shape, eps, elementwise_affine, names, device, dtype):
+    """The attributes of a norm over the trailing dims: normalized_shape, eps, elementwise_affine, and
+    the parameters `names` of that shape (registered as None without elementwise_affine)."""
+    if isinstance(normalized_shape, numbers.Integral):
+        normalized_shape = (normalized_shape,)
+    module.normalized_shape = tuple(normalized_shape)
+    module.eps = eps
+    module.elementwise_affine = elementwise_affine
+    for name in names:
+        if elementwise_affine:
+            setattr(module, name, Parameter(empty(module.normalized_shape, device=device, dtype=dtype)))
+        else:
+            module.register_parameter(name, None)
+
+
 class LayerNorm(Module):
     """Normalize over the last dims (normalized_shape) of each sample; elementwise affine
     weight (ones) and bias (zeros) of that shape."""
 
     def __init__(self, normalized_shape, eps=1e-5, elementwise_affine=True, bias=True, device=None, dtype=None):
         super().__init__()
-        if isinstance(normalized_shape, numbers.Integral):
-            normalized_shape = (normalized_shape,)
-        self.normalized_shape = tuple(normalized_shape)
-        self.eps = eps
-        self.elementwise_affine = elementwise_affine
-        if elementwise_affine:
-            self.weight = Parameter(empty(self.normalized_shape, device=device, dtype=dtype))
-            if bias:
-                self.bias = Parameter(empty(self.normalized_shape, device=device, dtype=dtype))
-            else:
-                self.register_parameter("bias", None)
-        else:
-            self.register_parameter("weight", None)
+        _trailing_affine(self, normalized_shape, eps, elementwise_affine, ("weight", "bias") if bias else ("weight",),
+                         device, dtype)
+        if "bias" not in self._parameters:
             self.register_parameter("bias", None)
         self.reset_parameters()
 
@@ -243,15 +248,7 @@ class RMSNorm(Module):
 
     def __init__(self, normalized_shape, eps=None, elementwise_affine=True, device=None, dtype=None):
         super().__init__()
-        if isinstance(normalized_shape, numbers.Integral):
-            normalized_shape = (normalized_shape,)
-        self.normalized_shape = tuple(normalized_shape)
-        self.eps = eps
-        self.elementwise_affine = elementwise_affine
-        if elementwise_affine:
-            self.weight = Parameter(empty(self.normalized_shape, device=device, dtype=dtype))
-        else:
-            self.register_parameter("weight", None)
+        _trailing_affine(self, normalized_shape, eps, elementwise_affine, ("weight",), device, dtype)
         self.reset_parameters()
 
     def reset_parameters(self):
