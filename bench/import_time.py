@@ -2,7 +2,10 @@
 
 Each is a fresh interpreter (this one, sys.executable) started as a subprocess, timed from the
 outside (interpreter start-up included on both sides), run alternately --runs times (>= 7);
-medians. Goal: import tensorplug <= 2x import numpy. The PyTorch column is `import torch`
+medians. Both sides import from bytecode caches, as a user's install has them: NumPy's wheel ships
+its .pyc files, and the subprocesses run without PYTHONDONTWRITEBYTECODE so that the warm-up import
+writes tensorplug's (an editable checkout has none; compiling the sources on every import would be
+measured instead). Goal: import tensorplug <= 2x import numpy. The PyTorch column is `import torch`
 (left out with --quick).
 
     python bench/import_time.py [--quick] [--runs 11] [--no-torch]
@@ -19,9 +22,12 @@ import time
 import _harness as H
 
 
+_ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+
+
 def time_import(module: str, cwd: str) -> float:
     t0 = time.perf_counter()
-    subprocess.run([sys.executable, "-c", f"import {module}"], check=True, cwd=cwd,
+    subprocess.run([sys.executable, "-c", f"import {module}"], check=True, cwd=cwd, env=_ENV,
                    stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     return time.perf_counter() - t0
 

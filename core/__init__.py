@@ -18,7 +18,6 @@ from .tensor import Size, Tensor  # noqa: E402
 from ._formatting import set_printoptions  # noqa: E402
 from . import ops  # noqa: E402,F401  (attaches Tensor methods)
 from .ops._api import *  # noqa: E402,F401,F403
-from . import special  # noqa: E402,F401  (tensorplug.special, like torch.special)
 
 half, float, double = float16, float32, float64
 short, int, long = int16, int32, int64
@@ -26,7 +25,8 @@ short, int, long = int16, int32, int64
 from .dispatch import registry as _registry  # noqa: E402
 
 
-_LAZY_MODULES = ("backends", "dispatch", "testing", "linalg", "nn", "optim", "utils", "serialization", "data", "distributed", "cuda")
+_LAZY_MODULES = ("backends", "dispatch", "testing", "linalg", "nn", "optim", "utils", "serialization", "data", "distributed",
+                 "cuda", "special")
 
 
 def __getattr__(name):
@@ -37,4 +37,11 @@ def __getattr__(name):
         return getattr(serialization, name)
     if name in _LAZY_MODULES:
         return importlib.import_module(f"{__name__}.{name}")
+    if not name.startswith("_"):             # the op families that load on first use
+        ops.load_lazy()
+        from .ops import _api
+        obj = _api.__dict__.get(name)
+        if obj is not None:
+            globals()[name] = obj
+            return obj
     raise AttributeError(f"module 'tensorplug' has no attribute {name!r}")

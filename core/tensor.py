@@ -54,6 +54,15 @@ class Tensor:
         from .ops.creation import legacy_construct
         return legacy_construct(cls, _dt.get_default_dtype(), args, kwargs)
 
+    def __getattr__(self, name):
+        # only for names that ordinary lookup missed: the methods of the op families that load on
+        # first use (tensorplug.ops.load_lazy), then the usual error
+        if not name.startswith("_"):
+            from .ops import load_lazy
+            if load_lazy():
+                return getattr(self, name)
+        raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
+
     # -- metadata ----------------------------------------------------------------------
     @property
     def shape(self) -> Size:

@@ -1,14 +1,23 @@
 """The public op namespace (`tensorplug.add`, `tensorplug.zeros`, ...): each family lists its
 public functions in `PUBLIC`; functions get PyTorch's TypeError for non-Tensor arguments (_argcheck)."""
-import inspect
+import types
 
 from ._argcheck import tensor_typed
-from . import creation, indexing, introspection, linalg, numerical, pointwise, random, reduction, shape, special
+from . import creation, indexing, introspection, linalg, pointwise, random, reduction, shape
 
 __all__ = []
-for _mod in (creation, pointwise, reduction, shape, indexing, linalg, random, special, numerical, introspection):
-    for _name in getattr(_mod, "PUBLIC", ()):
-        _obj = getattr(_mod, _name)
-        globals()[_name] = tensor_typed(_obj, _name) if inspect.isfunction(_obj) else _obj
-        __all__.append(_name)
-del _mod, _name, _obj
+
+
+def export(module):
+    """Make module's PUBLIC names part of this namespace (and so of `tensorplug`)."""
+    g = globals()
+    for name in getattr(module, "PUBLIC", ()):
+        obj = getattr(module, name)
+        g[name] = tensor_typed(obj, name) if isinstance(obj, types.FunctionType) else obj
+        if name not in __all__:
+            __all__.append(name)
+
+
+for _mod in (creation, pointwise, reduction, shape, indexing, linalg, random, introspection):
+    export(_mod)
+del _mod

@@ -8,7 +8,6 @@ str`. The wrapper costs one extra call; AttributeErrors from anything else pass 
 from __future__ import annotations
 
 import functools
-import inspect
 import re
 
 from ..tensor import Tensor
@@ -17,6 +16,7 @@ _NO_ATTR = re.compile(r"^'(\w+)' object has no attribute")
 
 
 def _parameter_names(fn):
+    import inspect              # only on the error path: inspect is slow to import
     try:
         return [p.name for p in inspect.signature(fn).parameters.values()
                 if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
