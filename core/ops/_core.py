@@ -194,6 +194,12 @@ def check_inplace(t, incoming_grad=False):
     """Raise if an in-place op on t would corrupt autograd. `incoming_grad`: the written value
     requires grad. Every in-place path that passes this check calls rewritten(t) after recording t's
     new history."""
+    if t._base is not None:
+        steps = t._vsteps
+        if steps is not None and any(step[0] == "broadcast_to" for step in steps):
+            raise RuntimeError("unsupported operation: more than one element of the written-to tensor refers to "
+                               "a single memory location. Please clone() the tensor before performing the "
+                               "operation.")
     if _gstate.enabled:
         if t._rg and t.grad_fn is None:
             raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")

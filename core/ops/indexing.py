@@ -331,8 +331,7 @@ def _put(x, p, value, accumulate=False, name=None):
     k = x._k
     target = p.out_shape
     grad_on = _gstate.enabled
-    if grad_on:
-        check_inplace(x, isinstance(value, Tensor) and value._rg)
+    check_inplace(x, isinstance(value, Tensor) and value._rg)
     vt = None
     if isinstance(value, Tensor):
         if value._k is not k:
@@ -527,8 +526,7 @@ def _masked_fill(self, mask, value, inplace):
         if shape != xshape:
             raise RuntimeError(f"output with shape {list(xshape)} doesn't match the broadcast shape "
                                f"{list(shape)}")
-        if grad_on:
-            check_inplace(self, vt is not None and vt._rg)
+        check_inplace(self, vt is not None and vt._rg)
         k["assign"](self._data, k["where"](mask._data, vd, self._data))
         self._bump_version()
         out = self
@@ -580,8 +578,7 @@ def _masked_scatter(self, mask, source, inplace):
         if shape != xshape:
             raise RuntimeError(f"output with shape {list(xshape)} doesn't match the broadcast shape "
                                f"{list(shape)}")
-        if _gstate.enabled:
-            check_inplace(self)
+        check_inplace(self)
         target = self
     else:
         target = _expand_to(self, shape).clone()
@@ -678,8 +675,7 @@ def _scatter_impl(self, dim, index, src, add, inplace, what):
         raise TypeError(f"{what}(): argument 'src' must be Tensor or a number, not {type(src).__name__}")
     idx = _norm_index(k, data, xshape[dim], dim, negative=False, err=_oob_rt)
     target = self if inplace else self.clone()
-    if _gstate.enabled:
-        check_inplace(target, st is not None and st._rg)
+    check_inplace(target, st is not None and st._rg)
     k["scatter_add" if add else "scatter"](target._data, idx, sd, dim)
     target._bump_version()
     s_rg, v_rg = target._rg, st is not None and st._rg

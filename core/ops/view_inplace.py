@@ -40,11 +40,6 @@ def check(t, incoming_grad):
                            "outside (if you want the inplace to be tracked).")
     if t._vsteps is None:
         raise RuntimeError(_VIEW_INPLACE)
-    for name, _ in t._vsteps:
-        if name == "broadcast_to":
-            raise RuntimeError("unsupported operation: more than one element of the written-to tensor refers to "
-                               "a single memory location. Please clone() the tensor before performing the "
-                               "operation.")
 
 
 def positions(t):

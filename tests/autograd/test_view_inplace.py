@@ -90,3 +90,12 @@ def test_writes_autograd_cannot_track_raise_as_in_pytorch():
     y[1:].zero_()                                       # exp's saved output was overwritten
     with pytest.raises(RuntimeError, match="modified by an inplace operation"):
         y.sum().backward()
+
+
+def test_writing_into_an_expanded_tensor_is_refused_without_autograd_too():
+    for write in (lambda e: e.add_(1), lambda e: e.fill_(2.0), lambda e: e.__setitem__(0, 1.0),
+                  lambda e: e.masked_fill_(torch.ones(2, 3, dtype=torch.bool), 0.0)):
+        e = torch.zeros(3).expand(2, 3)
+        with pytest.raises(RuntimeError, match="more than one element of the written-to tensor refers to a single "
+                                               "memory location"):
+            write(e)
