@@ -71,6 +71,9 @@ class UninitializedParameter(Parameter):
         from ..ops.creation import empty
         return _as_leaf(empty(0, device=device, dtype=dtype), cls, requires_grad)
 
+    def __repr__(self):
+        return "<UninitializedParameter>"
+
     def materialize(self, shape, device=None, dtype=None):
         from ..ops.creation import empty
         t = empty(*shape, device=device or self.device, dtype=dtype or self.dtype)

@@ -139,3 +139,26 @@ def test_linear_inside_sequential_trains():
             for p in model.parameters():
                 p.sub_(0.05 * p.grad)
     assert loss.item() < 0.05 * first
+
+
+def test_lazy_linear_infers_in_features_and_becomes_a_linear():
+    import tensorplug as torch
+    import tensorplug.nn as nn
+    lazy = nn.LazyLinear(3)
+    assert repr(lazy) == "LazyLinear(in_features=0, out_features=3, bias=True)"
+    assert repr(lazy.weight) == "<UninitializedParameter>"
+    opt = torch.optim.SGD(lazy.parameters(), lr=0.1)          # built before the shapes are known
+    x = torch.arange(10.0).reshape(2, 5)
+    torch.manual_seed(0)
+    y = lazy(x)
+    torch.manual_seed(0)
+    ref = nn.Linear(5, 3)                                     # the same draws: the same initial weights
+    assert type(lazy) is nn.Linear and repr(lazy) == "Linear(in_features=5, out_features=3, bias=True)"
+    assert torch.equal(lazy.weight, ref.weight) and torch.equal(lazy.bias, ref.bias)
+    assert torch.allclose(y, ref(x)) and list(lazy.state_dict()) == ["weight", "bias"]
+    y.sum().backward()
+    before = lazy.weight.detach().clone()
+    opt.step()
+    assert torch.allclose(lazy.weight.detach(), before - 0.1 * x.sum(0).expand(3, 5))
+    nobias = nn.LazyLinear(2, bias=False)
+    assert nobias.bias is None and nobias(torch.ones(4)).shape == (2,)

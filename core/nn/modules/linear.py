@@ -6,10 +6,10 @@ import math
 from ...ops import linear as _F
 from ...ops.creation import empty
 from .. import init
-from ..parameter import Parameter
+from ..parameter import Parameter, UninitializedParameter, is_lazy
 from .module import Module
 
-__all__ = ["Identity", "Linear", "Bilinear", "Flatten", "Unflatten"]
+__all__ = ["Identity", "Linear", "LazyLinear", "Bilinear", "Flatten", "Unflatten"]
 
 
 class Identity(Module):
@@ -51,6 +51,49 @@ class Linear(Module):
 
     def extra_repr(self):
         return f"in_features={self.in_features}, out_features={self.out_features}, bias={self.bias is not None}"
+
+
+class LazyLinear(Linear):
+    """A Linear whose in_features is taken from the first input: weight and bias are
+    UninitializedParameters until then; the first forward materialises and initialises them and the
+    module becomes a Linear (PyTorch's cls_to_become). Optimizers may be built before that: they
+    hold the same Parameter objects."""
+    cls_to_become = Linear
+
+    def __init__(self, out_features, bias=True, device=None, dtype=None):
+        Module.__init__(self)
+        self.in_features = 0
+        self.out_features = out_features
+        self.weight = UninitializedParameter(device=device, dtype=dtype)
+        if bias:
+            self.bias = UninitializedParameter(device=device, dtype=dtype)
+        else:
+            self.register_parameter("bias", None)
+
+    def reset_parameters(self):
+        if not self.has_uninitialized_params() and self.in_features != 0:
+            super().reset_parameters()
+
+    def has_uninitialized_params(self) -> bool:
+        return any(is_lazy(p) for p in (self.weight, self.bias) if p is not None)
+
+    def initialize_parameters(self, input):
+        if not self.has_uninitialized_params():
+            return
+        if input.ndim == 0:
+            raise RuntimeError("LazyLinear: the input must have at least 1 dimension to infer in_features")
+        from ...autograd import no_grad
+        self.in_features = int(input.shape[-1])
+        with no_grad():
+            self.weight.materialize((self.out_features, self.in_features))
+            if self.bias is not None:
+                self.bias.materialize((self.out_features,))
+            self.reset_parameters()
+        self.__class__ = self.cls_to_become
+
+    def forward(self, input):
+        self.initialize_parameters(input)
+        return _F.linear(input, self.weight, self.bias)
 
 
 class Bilinear(Module):
