@@ -30,6 +30,12 @@ class Size(tuple):
         return n
 
 
+_NONLEAF_GRAD = ("The .grad attribute of a Tensor that is not a leaf Tensor is being accessed. Its .grad attribute "
+                 "won't be populated during autograd.backward(). If you indeed want the .grad field to be populated "
+                 "for a non-leaf Tensor, use .retain_grad() on the non-leaf Tensor. If you access the non-leaf "
+                 "Tensor by mistake, make sure you access the leaf Tensor instead.")
+
+
 class Tensor:
     __slots__ = ("_data", "_dtype", "_k", "_dev", "__dict__", "__weakref__")
     __array_priority__ = 1000
@@ -38,7 +44,7 @@ class Tensor:
     # defaults of rarely-set state (an instance stores its own value only when it differs)
     _rg = False                       # requires grad (leaf flag, or recorded by an op)
     grad_fn = None
-    grad = None
+    _grad = None                      # .grad (a property: warns on non-leaves, as PyTorch)
     _out_nr = 0
     _ver = None                       # [version] shared by all views of one storage
     _base = None                      # the tensor this one is a view of
@@ -53,6 +59,27 @@ class Tensor:
     def __new__(cls, *args, **kwargs):
         from .ops.creation import legacy_construct
         return legacy_construct(cls, _dt.get_default_dtype(), args, kwargs)
+
+    @property
+    def grad(self):
+        """The gradient accumulated by backward (leaves, and non-leaves that retain_grad())."""
+        g = self._grad
+        if g is None and self.grad_fn is not None and not self._retains_grad:
+            import warnings
+            warnings.warn(_NONLEAF_GRAD, UserWarning, stacklevel=2)
+        return g
+
+    @grad.setter
+    def grad(self, value):
+        if value is not None:
+            if not isinstance(value, Tensor):
+                raise TypeError(f"assigned grad expected to be a Tensor or None but got grad of type "
+                                f"{type(value).__name__}")
+            if value._data.shape != self._data.shape:
+                raise RuntimeError(f"attempting to assign a gradient of size '{list(value._data.shape)}' to a tensor "
+                                   f"of size '{list(self._data.shape)}'. Please ensure that the gradient and the "
+                                   f"tensor are the same size")
+        self._grad = value
 
     def __getattr__(self, name):
         # only for names that ordinary lookup missed: the methods of the op families that load on

@@ -317,20 +317,23 @@ def _accumulate(var, g, create_graph):
     if tuple(g.shape) != tuple(var.shape):
         raise RuntimeError(f"gradient of shape {list(g.shape)} does not match the shape "
                            f"{list(var.shape)} of the tensor it is accumulated into")
-    if var.grad is None:
+    # (var._grad: .grad's storage; the property would warn for an `inputs=` non-leaf)
+    cur = var._grad
+    if cur is None:
         if create_graph:
-            var.grad = g
+            var._grad = g
         elif _exclusive(g):
-            var.grad = g.detach()      # nobody else can see this buffer: take it instead of copying
+            var._grad = g.detach()      # nobody else can see this buffer: take it instead of copying
         else:
             # a fresh tensor, so later in-place accumulation never writes into a user's tensor
-            var.grad = g.detach()._clone_data()
-    elif create_graph or var.grad._rg:
-        var.grad = var.grad + g
+            var._grad = g.detach()._clone_data()
+    elif create_graph or cur._rg:
+        var._grad = cur + g
     elif g._rg:
-        var.grad._iadd_data(g.detach())
+        cur._iadd_data(g.detach())
     else:
-        var.grad._iadd_data(g)
+        cur._iadd_data(g)
+    del cur
     hooks = var._post_acc_hooks
     if hooks:
         for h in list(hooks):

@@ -50,7 +50,7 @@ class Parameter(Tensor):
         if self.__dict__:
             import copy
             for k, v in self.__dict__.items():
-                if k not in ("_rg", "_ver", "grad", "_acc", "_hooks", "_base", "grad_fn", "_out_nr"):
+                if k not in ("_rg", "_ver", "_grad", "_acc", "_hooks", "_base", "grad_fn", "_out_nr"):
                     result.__dict__[k] = copy.deepcopy(v, memo)
         memo[id(self)] = result
         return result

@@ -99,3 +99,17 @@ def test_writing_into_an_expanded_tensor_is_refused_without_autograd_too():
         with pytest.raises(RuntimeError, match="more than one element of the written-to tensor refers to a single "
                                                "memory location"):
             write(e)
+
+
+def test_reading_grad_of_a_non_leaf_warns_as_pytorch():
+    import warnings
+    x = leaf(1.0, 2.0)
+    y = x * 2
+    with pytest.warns(UserWarning, match="is not a leaf Tensor is being accessed"):
+        assert y.grad is None
+    y.retain_grad()
+    (y * y).sum().backward()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert y.grad.tolist() == [4.0, 8.0] and x.grad.tolist() == [8.0, 16.0]
+        assert torch.ones(2).grad is None          # a leaf without grad: no warning
