@@ -104,10 +104,9 @@ class NumpyLeNet:
 
 
 # -- the frameworks -----------------------------------------------------------------------------------------
-def tp_lenet():
-    import tensorplug as tp
-    import tensorplug.nn as nn
-    import tensorplug.nn.functional as F
+def lenet_class(fw):
+    """LeNet-5 written once against the PyTorch API: fw is tensorplug or torch."""
+    nn, F = fw.nn, fw.nn.functional
 
     class LeNet5(nn.Module):
         def __init__(self):
@@ -121,33 +120,22 @@ def tp_lenet():
         def forward(self, x):
             x = F.max_pool2d(F.relu(self.conv1(x)), 2)
             x = F.max_pool2d(F.relu(self.conv2(x)), 2)
-            x = tp.flatten(x, 1)
+            x = fw.flatten(x, 1)
             x = F.relu(self.fc1(x))
             x = F.relu(self.fc2(x))
             return self.fc3(x)
+    return LeNet5
+
+
+def tp_lenet():
+    import tensorplug as tp
+    import tensorplug.nn  # noqa: F401  (tp.nn loads on first use)
     tp.manual_seed(0)
-    return LeNet5()
+    return lenet_class(tp)()
 
 
 def torch_lenet(torch, params):
-    nn, F = torch.nn, torch.nn.functional
-
-    class LeNet5(nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.conv1 = nn.Conv2d(1, 6, 5)
-            self.conv2 = nn.Conv2d(6, 16, 5)
-            self.fc1 = nn.Linear(16 * 4 * 4, 120)
-            self.fc2 = nn.Linear(120, 84)
-            self.fc3 = nn.Linear(84, 10)
-
-        def forward(self, x):
-            x = F.max_pool2d(F.relu(self.conv1(x)), 2)
-            x = F.max_pool2d(F.relu(self.conv2(x)), 2)
-            x = torch.flatten(x, 1)
-            x = F.relu(self.fc1(x))
-            x = F.relu(self.fc2(x))
-            return self.fc3(x)
+    LeNet5 = lenet_class(torch)
     m = LeNet5()
     m.load_state_dict({k: torch.from_numpy(v.copy()) for k, v in params.items()})
     return m

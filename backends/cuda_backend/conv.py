@@ -14,6 +14,7 @@ import math
 
 import numpy as np
 
+from tensorplug.backends.numpy_backend import conv as numpy_conv      # conv_transpose is array-module generic
 from tensorplug.dispatch.optional_conv import _offsets, avg_pool_divisor
 
 
@@ -70,33 +71,7 @@ def build(xp, fusion) -> dict:
         return xp.ascontiguousarray(y.reshape((O, N) + out).swapaxes(0, 1))
 
     def conv_transpose(x, w, stride, padding, dilation, groups, out_size):
-        N, C = x.shape[:2]
-        S, ks = tuple(x.shape[2:]), tuple(w.shape[2:])
-        nd = len(ks)
-        G = groups
-        Cg, Og = C // G, w.shape[1]
-        O, Kp, P = Og * G, math.prod(ks), math.prod(S)
-        xm = x.reshape(N, G, Cg, P).transpose(1, 2, 0, 3).reshape(G, Cg, N * P)
-        wm = w.reshape(G, Cg, Og * Kp).transpose(0, 2, 1)
-        cols = xp.matmul(wm, xm).reshape((O,) + ks + (N,) + S)             # (O, *ks, N, *S)
-        full_size = tuple(max((n - 1) * s + d * (k - 1) + 1, p + o)
-                          for n, s, d, k, p, o in zip(S, stride, dilation, ks, padding, out_size))
-        full = xp.zeros((O, N) + full_size, dtype=x.dtype)
-        lead = (slice(None), slice(None))
-        if Kp <= P:
-            for off in _offsets(ks):
-                key = lead + tuple(slice(k * d, k * d + (n - 1) * s + 1, s)
-                                   for k, d, n, s in zip(off, dilation, S, stride))
-                view = full[key]
-                xp.add(view, cols[(slice(None),) + off], out=view)
-        else:
-            for pos in _offsets(S):
-                key = lead + tuple(slice(i * s, i * s + (k - 1) * d + 1, d)
-                                   for i, s, k, d in zip(pos, stride, ks, dilation))
-                view = full[key]
-                xp.add(view, xp.moveaxis(cols[(Ellipsis,) + pos], nd + 1, 1), out=view)
-        y = full[lead + tuple(slice(p, p + o) for p, o in zip(padding, out_size))]
-        return xp.ascontiguousarray(y.swapaxes(0, 1))
+        return numpy_conv.conv_transpose(x, w, stride, padding, dilation, groups, out_size, xp=xp)
 
     def max_pool(x, kernel, stride, padding, dilation, out_size):
         S = tuple(x.shape[2:])

@@ -133,27 +133,20 @@ def build(xp, cx, fusion, status=None) -> dict:
         kernel.__name__ = name
         return kernel
 
-    def rounding(name, uf):
+    def unchanged_for(kinds, name, uf):
+        """uf, except that arrays of these dtype kinds come back unchanged (copied): floor etc. of
+        integers (CuPy would return floats), sign of a bool."""
+        inner = unary(name, uf)
+
         def kernel(x, out=None):
-            if x.dtype.kind in "iub":           # integers are already whole (CuPy would return floats)
+            if x.dtype.kind in kinds:
                 if out is None:
                     return x.copy()
                 xp.copyto(out, x)
                 return out
-            if out is not None:
-                uf(x, out=out)
-                return out
-            return arr(uf(x))
+            return inner(x, out)
         kernel.__name__ = name
         return kernel
-
-    def sign(x, out=None):
-        if x.dtype.kind == "b":         # sign of a bool is itself
-            if out is None:
-                return x.copy()
-            xp.copyto(out, x)
-            return out
-        return unary("sign", xp.sign)(x, out)
 
     def divmod_kernel(which):
         def kernel(x, y, out=None):
@@ -177,8 +170,8 @@ def build(xp, cx, fusion, status=None) -> dict:
         uf = getattr(xp, uf_name)
         k[name] = binary(name, uf, name in _BOOL_OUT) if name in BINARY else unary(name, uf)
     for name, uf_name in _ROUNDING.items():
-        k[name] = rounding(name, getattr(xp, uf_name))
-    k["sign"] = sign
+        k[name] = unchanged_for("iub", name, getattr(xp, uf_name))
+    k["sign"] = unchanged_for("b", "sign", xp.sign)
     k["floor_divide"], k["remainder"], k["fmod"] = (divmod_kernel(w) for w in ("div", "mod", "fmod"))
     k["pow"] = power
     k["erf"] = lambda x, out=None: fusion.erf(x, out)

@@ -44,32 +44,36 @@ def conv(x, w, stride, padding, dilation, groups):
     return np.ascontiguousarray(y.reshape((O, N) + out).swapaxes(0, 1))
 
 
-def conv_transpose(x, w, stride, padding, dilation, groups, out_size):
+def conv_transpose(x, w, stride, padding, dilation, groups, out_size, xp=np):
+    """Also the CUDA backend's (xp = CuPy): one batched matmul, then col2im as one strided
+    accumulate per kernel offset, or per input position when there are fewer of those."""
     N, C = x.shape[:2]
-    S, ks = x.shape[2:], w.shape[2:]
+    S, ks = tuple(x.shape[2:]), tuple(w.shape[2:])
     nd = len(ks)
     G = groups
     Cg, Og = C // G, w.shape[1]
     O, Kp, P = Og * G, math.prod(ks), math.prod(S)
     xm = x.reshape(N, G, Cg, P).transpose(1, 2, 0, 3).reshape(G, Cg, N * P)
     wm = w.reshape(G, Cg, Og * Kp).transpose(0, 2, 1)
-    cols = np.matmul(wm, xm).reshape((O,) + tuple(ks) + (N,) + tuple(S))   # (O, *ks, N, *S)
+    cols = xp.matmul(wm, xm).reshape((O,) + ks + (N,) + S)             # (O, *ks, N, *S)
     full_size = tuple(max((n - 1) * s + d * (k - 1) + 1, p + o)
                       for n, s, d, k, p, o in zip(S, stride, dilation, ks, padding, out_size))
-    full = np.zeros((O, N) + full_size, dtype=x.dtype)
+    full = xp.zeros((O, N) + full_size, dtype=x.dtype)
     lead = (slice(None), slice(None))
     if Kp <= P:
         for off in _offsets(ks):
             key = lead + tuple(slice(k * d, k * d + (n - 1) * s + 1, s)
                                for k, d, n, s in zip(off, dilation, S, stride))
-            full[key] += cols[(slice(None),) + off]
+            view = full[key]
+            xp.add(view, cols[(slice(None),) + off], out=view)
     else:
         for pos in _offsets(S):
             key = lead + tuple(slice(i * s, i * s + (k - 1) * d + 1, d)
                                for i, s, k, d in zip(pos, stride, ks, dilation))
-            full[key] += np.moveaxis(cols[(Ellipsis,) + pos], nd + 1, 1)
+            view = full[key]
+            xp.add(view, xp.moveaxis(cols[(Ellipsis,) + pos], nd + 1, 1), out=view)
     y = full[lead + tuple(slice(p, p + o) for p, o in zip(padding, out_size))]
-    return np.ascontiguousarray(y.swapaxes(0, 1))
+    return xp.ascontiguousarray(y.swapaxes(0, 1))
 
 
 def _max_pool_by_offsets(x, kernel, stride, padding, dilation, out_size):

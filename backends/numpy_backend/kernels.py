@@ -71,18 +71,23 @@ _rint = _pointwise(np.rint)
 _sign_kernel = _pointwise(np.sign)
 
 
+def _unchanged(x, out):
+    """x as its own result: a copy, or written into out."""
+    if out is None:
+        return x.copy()
+    np.copyto(out, x)
+    return out
+
+
 def _round(x, out=None):
     if x.dtype.kind in "iub":       # integers are already round; np.rint would return floats
-        if out is None:
-            return x.copy()
-        np.copyto(out, x)
-        return out
+        return _unchanged(x, out)
     return _rint(x, out=out)
 
 
 def _sign(x, out=None):
     if x.dtype.kind == "b":         # sign of a bool is itself
-        return x.copy() if out is None else (np.copyto(out, x), out)[1]
+        return _unchanged(x, out)
     r = _sign_kernel(x, out=out)
     if r.dtype.kind == "f":         # PyTorch's sign(NaN) is 0 (NumPy's is NaN)
         np.copyto(r, 0, where=r != r)

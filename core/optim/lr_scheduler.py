@@ -207,42 +207,38 @@ def _lambdas(optimizer, lr_lambda):
     return list(lr_lambda)
 
 
-class LambdaLR(LRScheduler):
-    """lr = base_lr * lr_lambda(epoch) (one function, or one per group)."""
+class _LambdaScheduler(LRScheduler):
+    """A scheduler driven by one lr_lambda per param group; its state leaves the optimizer out and
+    keeps the lambdas only as the __dict__ of callable objects."""
+    _require_callable = False
 
     def __init__(self, optimizer, lr_lambda, last_epoch=-1):
         self.optimizer = optimizer
         self.lr_lambdas = _lambdas(optimizer, lr_lambda)
+        if self._require_callable:
+            for fn in self.lr_lambdas:
+                if not callable(fn):
+                    raise TypeError(f"lr_lambda should be a function, but got {type(fn).__name__}")
         super().__init__(optimizer, last_epoch)
 
     def state_dict(self):
-        """Attributes except the optimizer; lambdas only as the __dict__ of callable objects."""
         return _lambdas_state(self, {k: v for k, v in self.__dict__.items() if k not in ("optimizer", "lr_lambdas")})
 
     def load_state_dict(self, state_dict):
         _load_lambdas(self, state_dict)
+
+
+class LambdaLR(_LambdaScheduler):
+    """lr = base_lr * lr_lambda(epoch) (one function, or one per group)."""
 
     def get_lr(self):
         _warn_get_lr_called_within_step(self)
         return [base_lr * lmbda(self.last_epoch) for lmbda, base_lr in zip(self.lr_lambdas, self.base_lrs)]
 
 
-class MultiplicativeLR(LRScheduler):
+class MultiplicativeLR(_LambdaScheduler):
     """lr = lr * lr_lambda(epoch) at every step after the first."""
-
-    def __init__(self, optimizer, lr_lambda, last_epoch=-1):
-        self.optimizer = optimizer
-        self.lr_lambdas = _lambdas(optimizer, lr_lambda)
-        for fn in self.lr_lambdas:
-            if not callable(fn):
-                raise TypeError(f"lr_lambda should be a function, but got {type(fn).__name__}")
-        super().__init__(optimizer, last_epoch)
-
-    def state_dict(self):
-        return _lambdas_state(self, {k: v for k, v in self.__dict__.items() if k not in ("optimizer", "lr_lambdas")})
-
-    def load_state_dict(self, state_dict):
-        _load_lambdas(self, state_dict)
+    _require_callable = True
 
     def get_lr(self):
         _warn_get_lr_called_within_step(self)
