@@ -193,19 +193,25 @@ def jvp(func, inputs, v=None, create_graph=False, strict=False):
             _tuple_post(_postprocess(res, create_graph), is_out_tuple))
 
 
+def _first_derivative(func, inputs, v, create_graph, strict, name):
+    """The common start of vhp / hvp: (is_in_tuple, inputs, v, out, d out / d inputs with a graph)."""
+    is_in_tuple, inputs = _as_tuple(inputs, "inputs", name)
+    inputs = _preprocess(inputs, create_graph, need_graph=True)
+    if v is not None:
+        _, v = _as_tuple(v, "v", name)
+        _validate_v(v, inputs, is_in_tuple, "input")
+    else:
+        v = _single_element_v(inputs, "input", name)
+    out = _single_output(func(*inputs), name)
+    jac = _autograd_grad((out,), inputs, create_graph=True)
+    _check_requires_grad(jac, "jacobian", strict)
+    return is_in_tuple, inputs, v, out, jac
+
+
 def vhp(func, inputs, v=None, create_graph=False, strict=False):
     """(func(inputs), v^T H) for a func returning a single-element tensor."""
     with enable_grad():
-        is_in_tuple, inputs = _as_tuple(inputs, "inputs", "vhp")
-        inputs = _preprocess(inputs, create_graph, need_graph=True)
-        if v is not None:
-            _, v = _as_tuple(v, "v", "vhp")
-            _validate_v(v, inputs, is_in_tuple, "input")
-        else:
-            v = _single_element_v(inputs, "input", "vhp")
-        out = _single_output(func(*inputs), "vhp")
-        jac = _autograd_grad((out,), inputs, create_graph=True)
-        _check_requires_grad(jac, "jacobian", strict)
+        is_in_tuple, inputs, v, out, jac = _first_derivative(func, inputs, v, create_graph, strict, "vhp")
         grads = _autograd_grad(jac, inputs, v, create_graph=create_graph)
         res = _fill_in_zeros(grads, inputs, strict, "double_back")
     return (_postprocess((out,), create_graph)[0], _tuple_post(_postprocess(res, create_graph), is_in_tuple))
@@ -216,16 +222,7 @@ def hvp(func, inputs, v=None, create_graph=False, strict=False):
     to vhp for twice continuously differentiable functions)."""
     from ..ops.creation import zeros_like
     with enable_grad():
-        is_in_tuple, inputs = _as_tuple(inputs, "inputs", "hvp")
-        inputs = _preprocess(inputs, create_graph, need_graph=True)
-        if v is not None:
-            _, v = _as_tuple(v, "v", "hvp")
-            _validate_v(v, inputs, is_in_tuple, "input")
-        else:
-            v = _single_element_v(inputs, "input", "hvp")
-        out = _single_output(func(*inputs), "hvp")
-        jac = _autograd_grad((out,), inputs, create_graph=True)
-        _check_requires_grad(jac, "jacobian", strict)
+        is_in_tuple, inputs, v, out, jac = _first_derivative(func, inputs, v, create_graph, strict, "hvp")
         grad_jac = tuple(zeros_like(x, requires_grad=True) for x in inputs)
         double_back = _autograd_grad(jac, inputs, grad_jac, create_graph=True)
         _check_requires_grad(double_back, "hessian", strict)

@@ -198,6 +198,20 @@ def all_gather_into_tensor(output_tensor, input_tensor, group=None, async_op=Fal
     return Work(req, None, pg) if async_op else None
 
 
+def _root_list(pg, tensors, tensor, root, op, role):
+    """`{op}_list` on the root rank (required there, checked against tensor), None elsewhere (where
+    it must not be given)."""
+    name = f"{op}_list"
+    if root == pg.handle.rank:
+        if tensors is None:
+            raise ValueError(f"{op}: {name} is required on the {role} rank")
+        _check_list(tensors, tensor, pg.handle.size, name)
+        return list(tensors)
+    if tensors:
+        raise ValueError(f"{op}: {name} must not be given on non-{role} ranks")
+    return None
+
+
 def gather(tensor, gather_list=None, dst=0, group=None, async_op=False):
     """Global rank `dst` gets every process's `tensor` in gather_list (one per group rank); the
     other processes pass gather_list=None."""
@@ -206,16 +220,11 @@ def gather(tensor, gather_list=None, dst=0, group=None, async_op=False):
         return None
     _check(tensor)
     root = pg.group_rank(dst, "destination rank")
-    outs = None
-    if root == pg.handle.rank:
-        if gather_list is None:
-            raise ValueError("gather: gather_list is required on the destination rank")
-        _check_list(gather_list, tensor, pg.handle.size, "gather_list")
-        for t in gather_list:
+    outs = _root_list(pg, gather_list, tensor, root, "gather", "destination")
+    if outs is not None:
+        for t in outs:
             t._bump_version()
-        outs = [t._data for t in gather_list]
-    elif gather_list:
-        raise ValueError("gather: gather_list must not be given on non-destination ranks")
+        outs = [t._data for t in outs]
     req = pg.backend.gather(tensor._data, outs, root, pg.handle, async_op)
     return Work(req, None, pg) if async_op else None
 
@@ -228,14 +237,9 @@ def scatter(tensor, scatter_list=None, src=0, group=None, async_op=False):
         return None
     _check(tensor)
     root = pg.group_rank(src, "source rank")
-    ins = None
-    if root == pg.handle.rank:
-        if scatter_list is None:
-            raise ValueError("scatter: scatter_list is required on the source rank")
-        _check_list(scatter_list, tensor, pg.handle.size, "scatter_list")
-        ins = [t._data for t in scatter_list]
-    elif scatter_list:
-        raise ValueError("scatter: scatter_list must not be given on non-source ranks")
+    ins = _root_list(pg, scatter_list, tensor, root, "scatter", "source")
+    if ins is not None:
+        ins = [t._data for t in ins]
     tensor._bump_version()
     req = pg.backend.scatter(tensor._data, ins, root, pg.handle, async_op)
     return Work(req, None, pg) if async_op else None
