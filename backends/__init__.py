@@ -1,5 +1,21 @@
-"""Built-in backends, and the user-facing registry API (`tensorplug.backends.use(...)`)."""
+"""Built-in backends, the user-facing registry API (`tensorplug.backends.use(...)`), and PyTorch's
+flag modules (`tensorplug.backends.cudnn.benchmark = True`, ...).
+
+Two kinds of modules live here, kept apart by name:
+- compute / communication plugins: the packages `*_backend/` and `mpi_dist/`;
+- PyTorch's `torch.backends.X` flag modules: the plain files cuda.py, cudnn.py, mps.py, mkldnn.py and
+  openmp.py, loaded on first use (`tensorplug.backends.cudnn` works without importing it).
+"""
 from tensorplug.dispatch.registry import registry
+
+_FLAG_MODULES = ("cuda", "cudnn", "mps", "mkldnn", "openmp")
+
+
+def __getattr__(name):
+    if name in _FLAG_MODULES:
+        import importlib
+        return importlib.import_module(f"{__name__}.{name}")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def use(name: str, device_type: str | None = None) -> None:

@@ -37,7 +37,7 @@ def under_mpi_launcher() -> bool:
 
 def relaunch(ranks, argv):
     """Run this script under `tensorplug run -n ranks` and return its exit code."""
-    cmd = [sys.executable, "-m", "tensorplug", "run", "-n", str(ranks), os.path.abspath(__file__), *argv]
+    cmd = [sys.executable, "-m", "tensorplug", "run", "--no-prefix", "-n", str(ranks), os.path.abspath(__file__), *argv]
     env = dict(os.environ)
     for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
         env.setdefault(var, "1")

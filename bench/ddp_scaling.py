@@ -87,7 +87,7 @@ def drive(args, argv):
         env.setdefault(var, "1")
     results = []
     for n in args.ranks:
-        cmd = [sys.executable, "-m", "tensorplug", "run", "-n", str(n), os.path.abspath(__file__), *argv]
+        cmd = [sys.executable, "-m", "tensorplug", "run", "--no-prefix", "-n", str(n), os.path.abspath(__file__), *argv]
         out = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=args.timeout)
         line = [ln for ln in out.stdout.splitlines() if ln.startswith("DDP_RESULT ")]
         if out.returncode or not line:

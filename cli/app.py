@@ -1,4 +1,5 @@
-"""typer app: `tensorplug backends list|show|check`, `tensorplug info`, `tensorplug demo`.
+"""typer app: `tensorplug backends list|show|check`, `tensorplug info`, `tensorplug demo`,
+`tensorplug run` (MPI), `tensorplug exec` (a PyTorch program on tensorplug).
 
 Exit codes: 0 success; 1 conformance failures; 2 usage errors (an unknown backend name, a bad
 option); 3 the backend exists but is not available here.
@@ -9,10 +10,27 @@ import json
 
 import typer
 
-app = typer.Typer(help="tensorplug: list, inspect and check backends; show the configuration; run the demo.",
-                  no_args_is_help=True, add_completion=False)
-backends_app = typer.Typer(help="Inspect compute and communication backends.", no_args_is_help=True)
+from ._help import HelpGroup
+
+app = typer.Typer(help="tensorplug: list, inspect and check backends; show the configuration; run the demo; "
+                  "run PyTorch programs (exec).",
+                  no_args_is_help=True, add_completion=False, cls=HelpGroup)
+backends_app = typer.Typer(help="Inspect compute and communication backends.", no_args_is_help=True,
+                           cls=HelpGroup)
 app.add_typer(backends_app, name="backends")
+
+
+def _print_version(value: bool):
+    if value:
+        import tensorplug
+        typer.echo(f"tensorplug {tensorplug.__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _main(version: bool = typer.Option(False, "--version", is_eager=True, callback=_print_version,
+                                       help="Print the version and exit.")):
+    pass
 
 COLUMNS = ("name", "kind", "device", "version", "origin", "status", "selected")
 
@@ -47,7 +65,7 @@ def backend_rows() -> tuple[list[dict], list[dict]]:
 
 
 def _cells(row: dict) -> list[str]:
-    status = "available" if row["available"] else f"unavailable: {row['reason']}"
+    status = "available" if row["available"] else "unavailable"     # the reason follows the table
     if row["selected"] is None:
         selected = "-"
     elif row["selected"]:
@@ -57,12 +75,6 @@ def _cells(row: dict) -> list[str]:
     return [row["name"], row["kind"], row["device"], row["version"], row["origin"], status, selected]
 
 
-def _table(rows: list[list[str]]) -> str:
-    header = [c.upper() for c in COLUMNS]
-    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
-    return "\n".join("  ".join(cell.ljust(w) for cell, w in zip(r, widths)).rstrip() for r in [header, *rows])
-
-
 @backends_app.command("list")
 def list_backends(as_json: bool = typer.Option(False, "--json", help="Print JSON instead of a table.")):
     """List registered backends: kind, device type, version, origin, availability, selection."""
@@ -70,12 +82,15 @@ def list_backends(as_json: bool = typer.Option(False, "--json", help="Print JSON
     if as_json:
         typer.echo(json.dumps({"backends": rows, "plugin_errors": broken}, indent=2))
         return
-    typer.echo(_table([_cells(r) for r in rows]))
-    errors = sorted({r["selection_error"] for r in rows if r["selection_error"]})
-    for e in errors:
-        typer.echo(f"selection error: {e}")
-    for p in broken:
-        typer.echo(f"broken plugin {p['plugin']!r} ({p['origin']}): {p['error']}")
+    from ._console import console, print_table
+    out = console()
+    print_table([c.upper() for c in COLUMNS], [_cells(r) for r in rows], out=out, no_wrap=("NAME",),
+                keep=("ORIGIN",))
+    notes = [f"{r['name']} unavailable: {r['reason']}" for r in rows if not r["available"]]
+    notes += [f"selection error: {e}" for e in sorted({r["selection_error"] for r in rows if r["selection_error"]})]
+    notes += [f"broken plugin {p['plugin']!r} ({p['origin']}): {p['error']}" for p in broken]
+    for line in notes:
+        out.print(line, markup=False)
 
 
 from . import commands as _commands  # noqa: E402  (registers show, check and info)
@@ -90,3 +105,7 @@ app.command("demo")(_demo)
 from . import run as _run  # noqa: E402  (`tensorplug run -n N script.py`: the MPI launcher)
 
 _run.register(app)
+
+from . import exec as _exec  # noqa: E402  (`tensorplug exec script.py`: a PyTorch program on tensorplug)
+
+_exec.register(app)

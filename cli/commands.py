@@ -1,13 +1,14 @@
 """`tensorplug backends show NAME`, `tensorplug backends check NAME` and `tensorplug info`."""
 from __future__ import annotations
 
+import contextlib
 import json
-import os
-import platform
 import sys
 from typing import List, Optional
 
 import typer
+
+from ._console import console, emit, print_table, progress_wanted
 
 EXIT_FAILED, EXIT_USAGE, EXIT_UNAVAILABLE = 1, 2, 3
 
@@ -33,11 +34,6 @@ def _lookup(name: str, compute_only=False):
     _err(f"unknown backend {name!r}; registered backends: {', '.join(known) or 'none'}{hint}", EXIT_USAGE)
 
 
-def _table(header, rows):
-    widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
-    return "\n".join("  ".join(str(c).ljust(w) for c, w in zip(r, widths)).rstrip() for r in [header, *rows])
-
-
 # -- show ------------------------------------------------------------------------------------------
 def kernel_rows(backend) -> list[dict]:
     """One dict per SPI kernel: name, kind (required/optional), status (native/decomposed/missing)."""
@@ -47,7 +43,7 @@ def kernel_rows(backend) -> list[dict]:
             for k, s in status.items()]
 
 
-def show(name: str = typer.Argument(..., help="Backend name (see `tensorplug backends list`)."),
+def show(name: str = typer.Argument(..., metavar="NAME", help="Backend name (see `tensorplug backends list`)."),
          as_json: bool = typer.Option(False, "--json", help="Print JSON instead of a table.")):
     """Show a backend: its attributes and kernel table (native / decomposed / missing per kernel)."""
     from tensorplug.dispatch import registry
@@ -63,9 +59,10 @@ def show(name: str = typer.Argument(..., help="Backend name (see `tensorplug bac
         if as_json:
             typer.echo(json.dumps(info, indent=2))
             return
-        typer.echo(_describe(info))
-        typer.echo(_table(["COLLECTIVE", "STATUS"], [[c, "provided" if v else "missing"]
-                                                      for c, v in info["collectives"].items()]))
+        out = console()
+        out.print(_describe(info), markup=False)
+        print_table(["COLLECTIVE", "STATUS"], [[c, "provided" if v else "missing"]
+                                               for c, v in info["collectives"].items()], out=out)
         return
     info["dtypes"] = sorted(b.dtypes)
     info["indexed"] = bool(getattr(b, "indexed", True))
@@ -78,11 +75,12 @@ def show(name: str = typer.Argument(..., help="Backend name (see `tensorplug bac
     if as_json:
         typer.echo(json.dumps(info, indent=2))
     else:
-        typer.echo(_describe(info))
-        typer.echo(f"dtypes: {' '.join(info['dtypes'])}")
-        typer.echo(_table(["KERNEL", "KIND", "STATUS"], [[r["kernel"], r["kind"], r["status"]] for r in rows]))
-        typer.echo(f"{len(rows)} kernels: {counts['native']} native, {counts['decomposed']} decomposed "
-                   f"(optional, from required primitives), {counts['missing']} missing")
+        out = console()
+        out.print(_describe(info), markup=False)
+        out.print(f"dtypes: {' '.join(info['dtypes'])}", markup=False)
+        print_table(["KERNEL", "KIND", "STATUS"], [[r["kernel"], r["kind"], r["status"]] for r in rows], out=out)
+        out.print(f"{len(rows)} kernels: {counts['native']} native, {counts['decomposed']} decomposed "
+                  f"(optional, from required primitives), {counts['missing']} missing", markup=False)
     if counts["missing"]:
         raise typer.Exit(EXIT_FAILED)
 
@@ -95,18 +93,52 @@ def _describe(info):
 
 
 # -- check -----------------------------------------------------------------------------------------
-def check(name: str = typer.Argument(..., help="Compute backend to check."),
+@contextlib.contextmanager
+def _progress(total: int, enabled: bool, out=None):
+    """`step(label)`, a context for each check: one line on stderr (or the console `out`) redrawn
+    in place (label, bar, count, elapsed time, the check that runs); nothing when not enabled.
+    Lines printed meanwhile (-v) appear above it when stdout is the terminal too."""
+    if not enabled:
+        yield lambda label: contextlib.nullcontext()
+        return
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+    from rich.table import Column
+    bar = Progress(TextColumn("conformance"), BarColumn(bar_width=20), MofNCompleteColumn(), TimeElapsedColumn(),
+                   TextColumn("{task.description}", table_column=Column(no_wrap=True, overflow="ellipsis")),
+                   console=out or console(stderr=True), redirect_stdout=sys.stdout.isatty(), redirect_stderr=False)
+    task = bar.add_task("", total=total)
+
+    @contextlib.contextmanager
+    def step(label):
+        bar.update(task, description=label)
+        yield
+        bar.advance(task)
+
+    with bar:
+        yield step
+        bar.update(task, description="")
+
+
+def check(name: str = typer.Argument(..., metavar="NAME", help="Compute backend to check."),
           pattern: Optional[List[str]] = typer.Option(
-              None, "-k", "--pattern", help="Only checks whose id contains PATTERN (or matches it as a glob: "
-                                            "'pointwise.*[float16]'); repeat for several."),
-          json_file: Optional[str] = typer.Option(None, "--json", help="Write the full report as JSON to FILE."),
+              None, "-k", "--pattern", metavar="PATTERN",
+              help="Only checks whose id contains PATTERN (or matches it as a glob: 'pointwise.*[float16]'); "
+                   "repeat for several."),
+          json_file: Optional[str] = typer.Option(None, "--json", metavar="FILE",
+                                                  help="Write the full report as JSON to FILE."),
           xfail_file: Optional[List[str]] = typer.Option(
-              None, "--xfail-file", help="Expected failures: lines 'CHECK-ID-OR-GLOB reason' or a JSON object."),
+              None, "--xfail-file", metavar="FILE",
+              help="Expected failures: lines 'CHECK-ID-OR-GLOB reason' or a JSON object; repeat for several."),
           list_only: bool = typer.Option(False, "--list", help="List the selected check ids and exit."),
           verbose: bool = typer.Option(False, "-v", "--verbose", help="Print every check with its status."),
-          max_failures: int = typer.Option(30, "--max-failures", help="Failures printed in full (all in --json).")):
-    """Run the conformance suite on a backend: a progress bar, a summary per op family, and exit code
-    1 on any failure (0 when everything passes or is an expected failure)."""
+          max_failures: int = typer.Option(30, "--max-failures", metavar="N",
+                                           help="Failures printed in full (all of them in --json)."),
+          no_progress: bool = typer.Option(False, "--no-progress",
+                                           help="No progress line (there is none when stderr is not a terminal).")):
+    """Run the conformance suite on a backend.
+
+    One progress line on a terminal, then a summary per op family; exit code 1 on any failure, 0
+    when everything passes or is an expected failure."""
     from tensorplug.testing.conformance import runner
     b = _lookup(name, compute_only=True)
     ok, reason = b.is_available()
@@ -126,13 +158,13 @@ def check(name: str = typer.Argument(..., help="Compute backend to check."),
     if not checks:
         _err(f"no check id matches {' or '.join(pattern or [])!r}", EXIT_USAGE)
     info = runner.backend_info(b)
-    typer.echo(f"Checking backend {b.name!r} (device {b.device_type}, version {info['version']}, SPI "
-               f"{info['api_version']}, {info['origin']}): {len(checks)} checks")
+    console().print(f"Checking backend {b.name!r} (device {b.device_type}, version {info['version']}, SPI "
+                    f"{info['api_version']}, {info['origin']}): {len(checks)} checks", markup=False)
     results = []
-    with runner.selected(b), typer.progressbar(checks, label="conformance", file=sys.stderr, show_pos=True,
-                                               item_show_func=lambda c: c.id if c else "") as bar:
-        for c in bar:
-            r = runner.run_check(c, expected)
+    with runner.selected(b), _progress(len(checks), progress_wanted(not no_progress)) as step:
+        for c in checks:
+            with step(c.id):
+                r = runner.run_check(c, expected)
             results.append(r)
             if verbose:
                 typer.echo(f"{r.status.upper():8} {r.id}" + (f": {r.message}" if r.status == "failed" else ""))
@@ -157,75 +189,31 @@ def check(name: str = typer.Argument(..., help="Compute backend to check."),
 
 
 # -- info ------------------------------------------------------------------------------------------
-def _version(dist):
-    import importlib.metadata
-    try:
-        return importlib.metadata.version(dist)
-    except importlib.metadata.PackageNotFoundError:
-        return None
-
-
 def collect_info() -> dict:
-    """Versions, devices and the configuration with the source of each setting."""
-    import tensorplug
-    from tensorplug.dispatch import config, registry
-    from tensorplug.dispatch.backend_api import API_VERSION
-    registry.ensure_loaded()
-    versions = {"tensorplug": tensorplug.__version__, "python": platform.python_version(),
-                **{d: _version(d) for d in ("numpy", "pluggy", "typer", "cupy-cuda12x", "mpi4py")}}
-    path = config.config_path()
-    if os.environ.get("TENSORPLUG_CONFIG"):
-        path_source = "environment TENSORPLUG_CONFIG"
-    elif os.environ.get("XDG_CONFIG_HOME"):
-        path_source = "XDG_CONFIG_HOME"
-    else:
-        path_source = "default"
-    settings = []
-    settings.append({"setting": "config file", "value": str(path),
-                     "source": path_source + ("" if path.is_file() else " (file not found)")})
-    try:
-        chosen = registry.settings()
-        config_error = None
-    except RuntimeError as e:
-        chosen, config_error = {}, str(e)
-    for dev, (name, source) in sorted(chosen.items()):
-        settings.append({"setting": f"backend for {dev}", "value": name, "source": source})
-    strict = os.environ.get("TENSORPLUG_STRICT_PLUGINS", "")
-    settings.append({"setting": "strict plugins", "value": "on" if strict not in ("", "0") else "off",
-                     "source": "environment TENSORPLUG_STRICT_PLUGINS" if strict else "default"})
-    dd = tensorplug.get_default_dtype()
-    settings.append({"setting": "default dtype", "value": dd.name if hasattr(dd, "name") else str(dd),
-                     "source": "tensorplug.set_default_dtype()" if str(dd) != "tensorplug.float32" else "default"})
-    devices = []
-    for dev in sorted({b.device_type for b in registry.compute.values()}):
-        row = {"device": dev, "backends": [b.name for b in registry.candidates(dev)], "selected": None,
-               "selected_by": None, "count": None, "error": None}
-        try:
-            b = registry.backend_for(dev)
-            row.update(selected=b.name, selected_by=registry.selection_reason(dev), count=b.device_count())
-        except RuntimeError as e:
-            row["error"] = str(e)
-        devices.append(row)
-    plugins = [{"plugin": p.name, "origin": p.origin, "backends": list(p.backends), "error": p.error}
-               for p in registry.plugins]
-    comm = [{"name": b.name, "available": b.is_available()[0], "reason": b.is_available()[1] or None}
-            for b in registry.communication.values()]
-    return {"versions": versions, "api_version": API_VERSION, "executable": sys.executable, "devices": devices,
-            "communication": comm, "settings": settings, "config_error": config_error, "plugins": plugins}
+    """The environment report (tensorplug.utils.collect_env.get_env_info)."""
+    from tensorplug.utils.collect_env import get_env_info
+    return get_env_info()
 
 
-def info(as_json: bool = typer.Option(False, "--json", help="Print JSON.")):
-    """Versions, devices, configuration (and where each setting came from), plugins."""
+def info(as_json: bool = typer.Option(False, "--json", help="Print JSON (for tools).")):
+    """What a bug report needs: versions, OS, CPU, BLAS, MPI, CUDA, devices, configuration, plugins.
+
+    The same as `python -m tensorplug.utils.collect_env`, with tables."""
+    from rich.table import Table
+    from rich.text import Text
+
+    from tensorplug.utils.collect_env import summary_rows
     data = collect_info()
     if as_json:
         typer.echo(json.dumps(data, indent=2))
         return
-    v = data["versions"]
-    typer.echo(f"tensorplug {v['tensorplug']} (backend SPI version {data['api_version']}), "
-               f"Python {v['python']} ({data['executable']})")
-    typer.echo("packages: " + ", ".join(f"{k} {val}" for k, val in v.items()
-                                       if k not in ("tensorplug", "python") and val))
-    typer.echo("\ndevices:")
+    out = console()
+    grid = Table.grid(padding=(0, 2))
+    grid.add_column(no_wrap=True, style="bold")
+    grid.add_column(overflow="fold")
+    for field, value in summary_rows(data):
+        grid.add_row(field, Text(value))
+    emit(out, grid)
     rows = []
     for d in data["devices"]:
         if d["error"]:
@@ -233,19 +221,20 @@ def info(as_json: bool = typer.Option(False, "--json", help="Print JSON.")):
         else:
             state = f"{d['selected']} (selected by {d['selected_by']}), {d['count']} device{'s' * (d['count'] != 1)}"
         rows.append([d["device"], ", ".join(d["backends"]), state])
-    typer.echo(_table(["DEVICE", "BACKENDS", "SELECTED"], rows))
+    out.print()
+    print_table(["DEVICE", "BACKENDS", "SELECTED"], rows, out=out, no_wrap=("DEVICE",))
     for c in data["communication"]:
-        typer.echo(f"communication backend {c['name']}: " + ("available" if c["available"] else
-                                                             f"unavailable: {c['reason']}"))
-    typer.echo("\nconfiguration:")
-    typer.echo(_table(["SETTING", "VALUE", "SOURCE"], [[s["setting"], s["value"], s["source"]]
-                                                      for s in data["settings"]]))
+        out.print(f"communication backend {c['name']}: "
+                  + ("available" if c["available"] else f"unavailable: {c['reason']}"), markup=False)
+    out.print()
+    print_table(["SETTING", "VALUE", "SOURCE"], [[s["setting"], s["value"], s["source"]] for s in data["settings"]],
+                out=out)
     if data["config_error"]:
-        typer.echo(f"configuration error: {data['config_error']}")
-    typer.echo("\nplugins:")
-    typer.echo(_table(["PLUGIN", "ORIGIN", "BACKENDS / ERROR"],
-                      [[p["plugin"], p["origin"], f"ERROR {p['error']}" if p["error"] else ", ".join(p["backends"])]
-                       for p in data["plugins"]]))
+        out.print(f"configuration error: {data['config_error']}", markup=False)
+    out.print()
+    print_table(["PLUGIN", "ORIGIN", "BACKENDS / ERROR"],
+                [[p["plugin"], p["origin"], f"ERROR {p['error']}" if p["error"] else ", ".join(p["backends"])]
+                 for p in data["plugins"]], out=out, no_wrap=("PLUGIN",))
 
 
 def register(app, backends_app):

@@ -6,14 +6,18 @@ entropy), optimizer (Adam), and the loop (a progress bar with loss and accuracy 
 keeps the weights of the epoch with the best validation accuracy, measures the test accuracy once
 at the end, and writes to --out:
 
-    curves.png     train / validation loss and accuracy per epoch
-    model.tpl      the trained model's state_dict (tensorplug.save; load with tensorplug.load)
-    metrics.json   the per-epoch history, split sizes, test accuracy, time, device and backend
+    curves.png         train / validation loss and accuracy per epoch, the best epoch marked
+    confusion.png      the confusion matrix of the test set
+    misclassified.png  the test digits the model got wrong, with predicted and true labels
+    model.tpl          the trained model's state_dict (tensorplug.save; load with tensorplug.load)
+    metrics.json       the per-epoch history, split sizes, test accuracy, time, device and backend
+    tensorboard/       TensorBoard logs (SummaryWriter; needs the tensorboard package)
+
+The pictures are drawn by cli/demo_figures.py (matplotlib), the logs written by cli/demo_log.py.
 """
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import json
 import math
 import os
@@ -46,56 +50,22 @@ def _evaluate(torch, F, model, x, y):
     return loss, acc
 
 
-# OpenBLAS entry points (NumPy's wheels ship scipy-openblas with a prefix and a 64-bit-int suffix)
-_OPENBLAS = [(f"{pre}openblas_get_num_threads{suf}", f"{pre}openblas_set_num_threads{suf}")
-             for pre in ("scipy_", "") for suf in ("64_", "")]
-
-
-def _openblas_libraries():
-    try:
-        with open("/proc/self/maps") as f:
-            paths = sorted({line.split()[-1] for line in f if "blas" in line.lower() and ".so" in line})
-    except OSError:
-        return []
-    libs = []
-    for path in paths:
-        try:
-            lib = ctypes.CDLL(path)
-        except OSError:
-            continue
-        for get, set_ in _OPENBLAS:
-            if hasattr(lib, get) and hasattr(lib, set_):
-                libs.append((getattr(lib, get), getattr(lib, set_)))
-                break
-    return libs
-
-
 @contextlib.contextmanager
 def blas_threads(n):
-    """Run the block with at most `n` BLAS threads (threadpoolctl when installed, else OpenBLAS's
-    own setter found in this process; a no-op when neither is there), then restore the old count.
+    """Run the block with at most `n` CPU kernel threads (tensorplug.set_num_threads: NumPy's BLAS and
+    OpenMP pools), then restore the old count; n < 1 leaves the configuration alone.
     The demo's matrices are tiny: on a busy 2-core machine, OpenBLAS threads spinning against other
     processes made an epoch up to ten times slower than one thread."""
     if not n or n < 1:
         yield
         return
-    try:
-        from threadpoolctl import threadpool_limits
-    except ImportError:
-        pass
-    else:
-        with threadpool_limits(limits=n, user_api="blas"):
-            yield
-        return
-    libs = _openblas_libraries()
-    old = [get() for get, _ in libs]
-    for _, set_ in libs:
-        set_(n)
+    import tensorplug as torch
+    old = torch.get_num_threads()
+    torch.set_num_threads(n)
     try:
         yield
     finally:
-        for (_, set_), k in zip(libs, old):
-            set_(k)
+        torch.set_num_threads(old)
 
 
 class _Progress:
@@ -104,15 +74,16 @@ class _Progress:
 
     def __init__(self, total, enabled=True):
         self.bar = None
-        if enabled:
+        if enabled and sys.stdout.isatty():        # a pipe or a file gets the epoch lines only
             try:
                 from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn,
                                            TimeElapsedColumn)
             except ImportError:  # pragma: no cover - typer normally brings rich
                 pass
             else:
-                self.bar = Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
-                                    TextColumn("loss {task.fields[loss]:.4f}  acc {task.fields[acc]}  "
+                self.bar = Progress(TextColumn("[bold]{task.description}"), BarColumn(bar_width=16),
+                                    MofNCompleteColumn(),
+                                    TextColumn("loss {task.fields[loss]:.4f} acc {task.fields[acc]} "
                                                "val acc {task.fields[val_acc]}"),
                                     TimeElapsedColumn())
                 self.task = self.bar.add_task("epoch", total=total, loss=math.nan, acc="-", val_acc="-")
@@ -151,7 +122,9 @@ def run_demo(device: str = "cpu", epochs: int = 20, out: str | os.PathLike = "de
     from tensorplug import nn
     from tensorplug.data import load_digits
     from tensorplug.utils.data import DataLoader, TensorDataset, random_split
-    from tensorplug.utils.plot import save_training_curves
+
+    from . import demo_figures
+    from .demo_log import DemoLog, tensorboard_command
 
     start = time.perf_counter()
     torch.manual_seed(seed)
@@ -179,16 +152,17 @@ def run_demo(device: str = "cpu", epochs: int = 20, out: str | os.PathLike = "de
     scheduler = torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, T_max=epochs)   # lr -> 0 at the end
     n_params = sum(p.numel() for p in model.parameters())
     backend = getattr(x_val, "backend", None)
-    typer.echo(f"tensorplug demo: a CNN ({n_params:,} parameters) on the UCI handwritten digits, 8x8 "
-               f"(train {SPLIT[0]}, validation {SPLIT[1]}, test {SPLIT[2]}); device {device}, "
+    typer.echo(f"tensorplug demo: a CNN ({n_params:,} parameters) on the UCI handwritten digits (8x8)")
+    typer.echo(f"train {SPLIT[0]}, validation {SPLIT[1]}, test {SPLIT[2]}; device {device}, "
                f"backend {getattr(backend, 'name', backend)}, {epochs} epochs")
+    log = DemoLog(out / "tensorboard" / time.strftime("%Y%m%d-%H%M%S"))     # a run of its own each time
 
     # 5. the loop
     history = {"train_loss": [], "train_acc": [], "val_loss": [], "val_acc": [], "seconds": []}
     best = (-1.0, 0, None)          # (validation accuracy, epoch, state_dict copy)
     with _Progress(epochs * len(loader), enabled=progress) as bar:
         for epoch in range(1, epochs + 1):
-            t0 = time.perf_counter()
+            t0, epoch_lr = time.perf_counter(), optimizer.param_groups[0]["lr"]
             total_loss, correct, seen = 0.0, 0, 0
             for xb, yb in loader:
                 xb, yb = xb.to(device), yb.to(device)
@@ -210,8 +184,10 @@ def run_demo(device: str = "cpu", epochs: int = 20, out: str | os.PathLike = "de
             history["val_acc"].append(val_acc)
             history["seconds"].append(time.perf_counter() - t0)
             bar.set(val_acc=f"{val_acc:.1%}")
-            bar.echo(f"epoch {epoch:>3}/{epochs}  train loss {total_loss / seen:.4f}  acc {correct / seen:6.1%}  "
-                     f"| val loss {val_loss:.4f}  acc {val_acc:6.1%}  ({history['seconds'][-1]:.1f} s)")
+            bar.echo(f"epoch {epoch:>{len(str(epochs))}}/{epochs}  train loss {total_loss / seen:.4f} "
+                     f"acc {correct / seen:6.1%}  val loss {val_loss:.4f} acc {val_acc:6.1%}  "
+                     f"{history['seconds'][-1]:.1f} s")                       # < 80 columns
+            log.epoch(epoch, history, epoch_lr)
             if val_acc > best[0]:
                 best = (val_acc, epoch, {k: v.detach().clone() for k, v in model.state_dict().items()})
 
@@ -220,9 +196,22 @@ def run_demo(device: str = "cpu", epochs: int = 20, out: str | os.PathLike = "de
         model.load_state_dict(best[2])
     test_loss, test_acc = _evaluate(torch, F, model, x_test, y_test)
     seconds = time.perf_counter() - start
+    model.eval()
+    with torch.no_grad():
+        confidence, predicted = F.softmax(model(x_test), 1).max(1)
+    confidence, predicted = confidence.to("cpu").numpy(), predicted.to("cpu").numpy()
+    true = y_test.to("cpu").numpy()
 
     torch.save(model.state_dict(), out / "model.tpl")
-    save_training_curves(out / "curves.png", history)
+    facts = {"backend": getattr(backend, "name", str(backend)), "device": str(device), "test_acc": test_acc,
+             "test_images": SPLIT[2]}
+    counts = demo_figures.confusion_matrix(predicted, true)
+    wrong = np.flatnonzero(predicted != true)
+    confusion = demo_figures.confusion(counts, facts)
+    for name, fig in (("curves.png", demo_figures.curves(history, best[1], facts)), ("confusion.png", confusion),
+                      ("misclassified.png", demo_figures.misclassified(
+                          x_test.to("cpu").numpy()[wrong], predicted[wrong], true[wrong], confidence[wrong], facts))):
+        demo_figures.save(fig, out / name)
     metrics = {
         "dataset": "UCI optical recognition of handwritten digits (test set), 8x8, tensorplug.data.load_digits",
         "split": dict(zip(("train", "val", "test"), SPLIT)), "seed": seed, "device": str(device),
@@ -232,27 +221,38 @@ def run_demo(device: str = "cpu", epochs: int = 20, out: str | os.PathLike = "de
         "history": history, "best_epoch": best[1], "best_val_acc": best[0],
         "test_loss": test_loss, "test_acc": test_acc, "test_images": SPLIT[2], "seconds": seconds,
         "numpy": np.__version__, "python": sys.version.split()[0],
-        "files": {"curves": "curves.png", "checkpoint": "model.tpl", "metrics": "metrics.json"},
+        "confusion_matrix": counts.tolist(), "misclassified": [int(i) for i in wrong],
+        "files": {"curves": "curves.png", "confusion": "confusion.png", "misclassified": "misclassified.png",
+                  "checkpoint": "model.tpl", "metrics": "metrics.json",
+                  "tensorboard": None if log.writer is None else str(log.log_dir)},
     }
+    log.finish(metrics, confusion)
     with open(out / "metrics.json", "w") as f:
         json.dump(metrics, f, indent=2)
-    typer.echo(f"best validation accuracy {best[0]:.1%} at epoch {best[1]}; wrote {out / 'curves.png'}, "
-               f"{out / 'model.tpl'}, {out / 'metrics.json'}")
+    typer.echo(f"best validation accuracy {best[0]:.1%} at epoch {best[1]}")
+    typer.echo(f"wrote to {out}:\n  curves.png, confusion.png, misclassified.png, model.tpl, metrics.json")
+    if log.reason is None:
+        typer.echo(f"TensorBoard logs: {tensorboard_command(out / 'tensorboard')}")
+    else:
+        typer.echo(f"no TensorBoard logs: {log.reason}")
     typer.echo(f"test accuracy: {test_acc:.1%} ({SPLIT[2]} images), {seconds:.1f} s")
     return metrics
 
 
-def demo(device: str = typer.Option("cpu", "--device", help="Device to train on (cpu, cuda, cuda:1, ...)."),
-         epochs: int = typer.Option(20, "--epochs", min=1, help="Passes over the training images."),
-         out: Path = typer.Option(Path("demo-output"), "--out", help="Folder for curves.png, model.tpl and "
-                                                                       "metrics.json (created if missing)."),
-         seed: int = typer.Option(0, "--seed", help="Seed of the split, the initial weights and the shuffling."),
-         threads: int = typer.Option(1, "--threads", help="BLAS threads (0: leave as configured). One is "
+def demo(device: str = typer.Option("cpu", "--device", metavar="DEVICE", help="Device to train on (cpu, cuda, cuda:1, ...)."),
+         epochs: int = typer.Option(20, "--epochs", min=1, metavar="N", help="Passes over the training images."),
+         out: Path = typer.Option(Path("demo-output"), "--out", metavar="DIR",
+                                  help="Folder for the pictures, model.tpl, metrics.json and the TensorBoard "
+                                       "logs (created if missing)."),
+         seed: int = typer.Option(0, "--seed", metavar="N", help="Seed of the split, the initial weights and the shuffling."),
+         threads: int = typer.Option(1, "--threads", metavar="N", help="BLAS threads (0: leave as configured). One is "
                                                             "fastest for this small model."),
          no_progress: bool = typer.Option(False, "--no-progress", help="Plain lines instead of a progress bar.")):
-    """Train a small CNN on the 1,797 8x8 handwritten digits that ship with tensorplug (UCI optical
-    recognition set): a progress bar per epoch, loss/accuracy curves as a PNG, a checkpoint, and the
-    test accuracy on a held-out split."""
+    """Train a small CNN on the handwritten digits that ship with tensorplug.
+
+    The 1,797 8x8 digits of the UCI optical recognition set: a progress bar per epoch, the loss and
+    accuracy curves, the confusion matrix and the misclassified digits as PNGs, TensorBoard logs, a
+    checkpoint, and the test accuracy on a held-out split."""
     import tensorplug as torch
     try:
         torch.zeros(1, device=device)

@@ -14,24 +14,57 @@ from .device import device  # noqa: E402
 from .dtypes import (bool_ as bool, float16, float32, float64, get_default_dtype, int8, int16,  # noqa
                      int32, int64, promote_types, result_type, set_default_dtype, uint8)
 from .dtypes import dtype  # noqa: E402
+from .dtypes import bfloat16  # noqa: E402  (NumPy storage from ml_dtypes, imported on first use)
 from .tensor import Size, Tensor  # noqa: E402
 from ._formatting import set_printoptions  # noqa: E402
 from . import ops  # noqa: E402,F401  (attaches Tensor methods)
 from .ops._api import *  # noqa: E402,F401,F403
 
 half, float, double = float16, float32, float64
+from .dtypes import complex64, complex128  # noqa: E402
+cfloat, cdouble = complex64, complex128
 short, int, long = int16, int32, int64
 
 from .dispatch import registry as _registry  # noqa: E402
 
 
 _LAZY_MODULES = ("backends", "dispatch", "testing", "linalg", "nn", "optim", "utils", "serialization", "data", "distributed",
-                 "cuda", "special")
+                 "cuda", "special", "compat", "fft")
+
+
+_LAZY_MODULES += ("accelerator",)
+_LAZY_MODULES += ("amp", "cpu")
+# global settings of the first lines of a script, each loading its module on first use: name -> module
+_LAZY_FUNCTIONS = {
+    **dict.fromkeys(("set_default_device", "get_default_device"), "device"),
+    **dict.fromkeys(("set_float32_matmul_precision", "get_float32_matmul_precision"), "precision"),
+    **dict.fromkeys(("set_num_threads", "get_num_threads", "set_num_interop_threads",
+                     "get_num_interop_threads"), "threads"),
+    **dict.fromkeys(("use_deterministic_algorithms", "are_deterministic_algorithms_enabled",
+                     "is_deterministic_algorithms_warn_only_enabled", "set_deterministic_debug_mode",
+                     "get_deterministic_debug_mode"), "deterministic"),
+    # mixed precision: torch.autocast, torch.GradScaler and the autocast state functions
+    "autocast": "amp.autocast_mode", "GradScaler": "amp.grad_scaler",
+    **dict.fromkeys(("is_autocast_enabled", "set_autocast_enabled", "get_autocast_dtype", "set_autocast_dtype",
+                     "is_autocast_cache_enabled", "set_autocast_cache_enabled", "clear_autocast_cache",
+                     "autocast_increment_nesting", "autocast_decrement_nesting", "is_autocast_cpu_enabled",
+                     "set_autocast_cpu_enabled", "get_autocast_cpu_dtype", "set_autocast_cpu_dtype",
+                     "get_autocast_gpu_dtype", "set_autocast_gpu_dtype"), "amp.state"),
+}
+# storages: torch.FloatStorage, ... as checkpoints name them
+_LAZY_FUNCTIONS.update(dict.fromkeys((
+    "TypedStorage", "UntypedStorage", "ByteStorage", "CharStorage", "ShortStorage", "IntStorage", "LongStorage",
+    "HalfStorage", "FloatStorage", "DoubleStorage", "BoolStorage", "BFloat16Storage", "ComplexFloatStorage",
+    "ComplexDoubleStorage", "QUInt8Storage", "QInt8Storage", "QInt32Storage", "QUInt4x2Storage",
+    "QUInt2x4Storage"), "storage"))
 
 
 def __getattr__(name):
     # modules that load on first use (keeps `import tensorplug` light)
     import importlib
+    if name in _LAZY_FUNCTIONS:
+        obj = globals()[name] = getattr(importlib.import_module(f"{__name__}.{_LAZY_FUNCTIONS[name]}"), name)
+        return obj
     if name in ("save", "load"):
         from . import serialization
         return getattr(serialization, name)

@@ -90,6 +90,20 @@ class _Formatter:
         return s.rjust(self.max_width)
 
 
+class _ComplexFormatter:
+    """Complex values as PyTorch prints them: the real and imaginary parts each laid out by a
+    formatter of their own (`1.0000+2.j`, `0.+1.0000e-03j`)."""
+
+    def __init__(self, arr: np.ndarray):
+        self.re, self.im = _Formatter(arr.real, True), _Formatter(arr.imag, True)
+        self.max_width = self.re.max_width + self.im.max_width + 1     # (+1: the "j")
+
+    def format(self, v) -> str:
+        re = self.re.format(v.real)
+        im = (self.im.format(v.imag) + "j").lstrip()
+        return re + im if im[0] in "+-" else re + "+" + im
+
+
 def _summarized(arr: np.ndarray) -> np.ndarray:
     """The elements a summarized print shows (PyTorch's get_summarized_data)."""
     e = PRINT_OPTS.edgeitems
@@ -162,12 +176,13 @@ def format_tensor(t) -> str:
     else:
         if not PRINT_OPTS.edgeitems:
             suffixes.append(f"size={tuple(arr.shape)}")
-        if dtype not in (_dt.get_default_dtype(), _dt.int64, _dt.bool_):
-            suffixes.append(f"dtype={dtype!r}")
-        if dtype.name == "float16":
+        if dtype not in (_dt.get_default_dtype(), _dt.int64, _dt.bool_, _dt.scalar_dtype(1j)):
+            suffixes.append(f"dtype={dtype!r}")     # (the default complex dtype is not named either)
+        if dtype.name in ("float16", "bfloat16"):     # formatted from float32 values, as PyTorch
             arr = arr.astype(np.float32)
         summarize = arr.size > PRINT_OPTS.threshold
-        fmt = _Formatter(_summarized(arr) if summarize else arr, dtype.is_floating_point)
+        shown = _summarized(arr) if summarize else arr
+        fmt = _ComplexFormatter(shown) if dtype.is_complex else _Formatter(shown, dtype.is_floating_point)
         body = _body(arr, indent, summarize, fmt)
     if t.grad_fn is not None:
         suffixes.append(f"grad_fn=<{t.grad_fn.name()}>")

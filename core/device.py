@@ -1,11 +1,13 @@
-"""Device objects: `device("cpu")`, `device("cuda", 0)`, `device("cuda:1")`.
+"""Device objects: `device("cpu")`, `device("cuda", 0)`, `device("cuda:1")`, `device(0)` (index 0 of
+the current accelerator, as in PyTorch); the default device of the factory functions
+(`set_default_device`, `get_default_device`, `with device("cuda"): ...`).
 
 Devices are interned, so `a.device is b.device` is the cheap same-device test.
 The frontend never interprets a device type; the registry maps it to a backend.
 """
 from __future__ import annotations
 
-__all__ = ["device", "as_device"]
+__all__ = ["device", "as_device", "set_default_device", "get_default_device"]
 
 _interned: dict = {}
 
@@ -23,6 +25,8 @@ class device:
         if d is not None:
             return d
         if not isinstance(type_or_str, str):
+            if type_or_str.__class__ is int and index is None:
+                return _accelerator_device(type_or_str)
             raise TypeError(f"device() expects a string such as 'cpu' or 'cuda:0', got {type_or_str!r}")
         spec = type_or_str.strip()
         dtype_, _, idx = spec.partition(":")
@@ -68,6 +72,46 @@ class device:
     def __reduce__(self):
         return (device, (self._str,))
 
+    # `with device("cuda"): ...` makes it the default device of the factory functions inside
+    def __enter__(self):
+        _entered.append(_default[0])
+        _default[0] = self
+        return self
+
+    def __exit__(self, *exc):
+        _default[0] = _entered.pop()
+        return False
+
 
 def as_device(obj) -> device:
     return obj if obj.__class__ is device else device(obj)
+
+
+def _accelerator_device(index: int) -> device:
+    """device(0): an index alone names a device of the current accelerator (never cached: plugins
+    registered later may add one)."""
+    if index < 0:
+        raise RuntimeError("Device index must not be negative")
+    from .accelerator import current_accelerator
+    acc = current_accelerator()
+    if acc is None:
+        raise RuntimeError("Cannot access accelerator device when none is available.")
+    return device(acc.type, index)
+
+
+# The factory functions' device when none is given (read once per call by ops.creation.resolve_device).
+# Process-wide; PyTorch's is per thread.
+_default = [device("cpu")]
+_entered: list = []             # the defaults that `with device(...)` blocks replaced
+
+
+def set_default_device(dev) -> None:
+    """Make `dev` (a device, "cuda", "cuda:1", an index, or None for cpu) the device of tensors made by
+    factory functions (zeros, randn, tensor, arange, ...) that get no device argument."""
+    _default[0] = device("cpu") if dev is None else as_device(dev)
+
+
+def get_default_device() -> device:
+    """The device a factory function without a device argument allocates on (with its index)."""
+    from .ops.creation import resolve_device
+    return resolve_device(None)[1]

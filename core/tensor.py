@@ -174,7 +174,7 @@ class Tensor:
                                    "want to use a computed variable in a subgraph that doesn't require "
                                    "differentiation use var_no_grad = var.detach().")
             return
-        if flag and not self._dtype.is_floating_point:
+        if flag and self._dtype.category < 2:         # floating point and complex only
             raise RuntimeError(f"only Tensors of floating point dtype can require gradients "
                                f"(got {self._dtype!r})")
         self._rg = bool(flag)
@@ -271,6 +271,8 @@ class Tensor:
         if self._dev.type != "cpu" and not force:
             raise TypeError(f"can't convert {self._dev} device type tensor to numpy. Use Tensor.cpu() "
                             "to copy the tensor to host memory first.")
+        if self._dtype is _dt.bfloat16:      # NumPy itself has no bfloat16: PyTorch refuses, so do we
+            raise TypeError("Got unsupported ScalarType BFloat16")
         return self._k["to_numpy"](self._data)
 
     def _host(self):
@@ -286,6 +288,8 @@ class Tensor:
         return self._host().tolist()
 
     def __array__(self, dtype=None, copy=None):
+        if self._dtype is _dt.bfloat16:
+            raise TypeError("Got unsupported ScalarType BFloat16")
         a = self._host()
         return a.astype(dtype) if dtype is not None else a
 
@@ -296,13 +300,20 @@ class Tensor:
         return bool(self.item())
 
     def __float__(self):
+        if self._dtype.category == 3:
+            raise RuntimeError("value cannot be converted to type double without overflow")
         return float(self.item())
 
     def __int__(self):
+        if self._dtype.category == 3:
+            raise RuntimeError("value cannot be converted to type int64_t without overflow")
         return int(self.item())
 
+    def __complex__(self):
+        return complex(self.item())
+
     def __index__(self):
-        if self._dtype.is_floating_point or self.numel() != 1:
+        if self._dtype.category >= 2 or self.numel() != 1:
             raise TypeError("only integer tensors of a single element can be converted to an index")
         return int(self.item())
 

@@ -26,7 +26,6 @@ import tensorplug as torch
 from tensorplug import nn
 from tensorplug.data import load_digits
 from tensorplug.utils.data import DataLoader, TensorDataset, random_split
-from tensorplug.utils.plot import save_training_curves
 
 
 def parse_args(argv=None):
@@ -59,6 +58,20 @@ class DigitNet(nn.Module):
 
     def forward(self, x):
         return self.classifier(torch.flatten(self.features(x), 1))
+
+
+def save_curves(path, history):
+    """Loss and accuracy per epoch, training and validation, as a PNG (matplotlib, no window)."""
+    from matplotlib.figure import Figure
+    fig = Figure(figsize=(9, 3.6), layout="constrained")
+    epochs = range(1, len(history["train_loss"]) + 1)
+    for ax, key, label in zip(fig.subplots(1, 2), ("loss", "acc"), ("cross-entropy loss", "accuracy")):
+        ax.plot(epochs, history[f"train_{key}"], "o-", label="training")
+        ax.plot(epochs, history[f"val_{key}"], "s-", label="validation")
+        ax.set(xlabel="epoch", ylabel=label)
+        ax.grid(alpha=0.3)
+        ax.legend()
+    fig.savefig(path)
 
 
 def evaluate(model, loader, criterion, device):
@@ -138,7 +151,7 @@ def main(argv=None):
         torch.save({"epoch": epoch, "model": model.state_dict(), "optimizer": optimizer.state_dict(),
                     "scheduler": scheduler.state_dict(), "history": history, "best_val_acc": best_acc,
                     "args": vars(args)}, ckpt_path)
-        save_training_curves(os.path.join(args.out, "curves.png"), history)
+        save_curves(os.path.join(args.out, "curves.png"), history)
 
     # the test set is looked at once, with the weights of the best validation epoch
     if os.path.exists(os.path.join(args.out, "best.tpl")):

@@ -33,11 +33,17 @@ def test_invalid_device_strings(bad):
 
 
 def test_device_argument_errors():
-    """A bare integer device is refused; cpu has a single device."""
+    """An index alone needs an accelerator (PyTorch 2's error without one; tests/test_accelerator.py has
+    the case with one); a bool is no device; cpu has a single device."""
+    if torch.accelerator.is_available():
+        pytest.skip("this machine has an accelerator")
+    for bad in (lambda: torch.device(3), lambda: torch.zeros(1, device=0), lambda: torch.ones(2).to(0)):
+        with pytest.raises(RuntimeError, match="^Cannot access accelerator device when none is available.$"):
+            bad()
+    with pytest.raises(RuntimeError, match="^Device index must not be negative$"):
+        torch.device(-1)
     with pytest.raises(TypeError):
-        torch.device(3)
-    with pytest.raises(RuntimeError, match="ambiguous"):
-        torch.zeros(1, device=0)
+        torch.device(True)
     with pytest.raises(RuntimeError, match="single device"):
         torch.zeros(1, device="cpu:1")
     assert torch.zeros(1, device="cpu:0").device == torch.device("cpu")
@@ -164,3 +170,55 @@ def test_each_device_has_its_own_default_generator(fakedev):
     assert torch.rand(3, device="fakedev:0").tolist() == a1
     g = torch.Generator(device="fakedev").manual_seed(2)
     assert torch.rand(2, device="fakedev:1", generator=g).device == torch.device("fakedev:1")
+
+
+# -- the default device of the factory functions ------------------------------------------------------
+@pytest.fixture
+def default_cpu():
+    yield
+    torch.set_default_device(None)
+
+
+def test_default_device_of_the_factories(fakedev, default_cpu):
+    """set_default_device moves every factory call without a device argument; explicit devices, tensors
+    made from other tensors' devices and from_numpy keep theirs; None restores cpu."""
+    assert torch.get_default_device() is torch.device("cpu")
+    torch.set_default_device("fakedev:1")
+    assert torch.get_default_device() is torch.device("fakedev", 1)
+    made = [torch.zeros(2), torch.ones(2, 2), torch.empty(3), torch.full((2,), 1.5), torch.tensor([1.0, 2.0]),
+            torch.arange(4), torch.linspace(0, 1, 3), torch.eye(2), torch.rand(2), torch.randn(2),
+            torch.randint(0, 5, (3,)), torch.randperm(4)]
+    assert {str(t.device) for t in made} == {"fakedev:1"}
+    np.testing.assert_array_equal(made[5].cpu().numpy(), np.arange(4))
+    cpu = torch.zeros(2, device="cpu")
+    assert cpu.device.type == "cpu" and torch.zeros_like(cpu).device.type == "cpu"
+    assert torch.from_numpy(np.ones(2)).device.type == "cpu"
+    torch.set_default_device("fakedev")
+    assert torch.get_default_device() is torch.device("fakedev", 0)
+    torch.set_default_device(None)
+    assert torch.zeros(1).device is torch.device("cpu")
+
+
+def test_device_as_a_context_manager(fakedev, default_cpu):
+    """`with torch.device(...)` sets the default inside, nests, and restores it on exit and on errors."""
+    with torch.device("fakedev") as d:
+        assert d is torch.device("fakedev") and torch.zeros(1).device == torch.device("fakedev:0")
+        with torch.device("cpu"):
+            assert torch.ones(1).device.type == "cpu" and torch.get_default_device().type == "cpu"
+        assert torch.randn(2).device == torch.device("fakedev:0")
+    assert torch.zeros(1).device.type == "cpu"
+    with pytest.raises(ValueError):
+        with torch.device("fakedev:1"):
+            raise ValueError
+    assert torch.get_default_device() is torch.device("cpu")
+
+
+def test_default_device_errors(default_cpu):
+    """A malformed device is refused at once; an unavailable one when a tensor is made (as in PyTorch)."""
+    with pytest.raises(RuntimeError, match="Invalid device string"):
+        torch.set_default_device("cu da")
+    torch.set_default_device("nosuchdevice")
+    with pytest.raises(RuntimeError, match="no available backend for device type 'nosuchdevice'"):
+        torch.zeros(1)
+    with pytest.raises(RuntimeError, match="no available backend"):
+        torch.get_default_device()

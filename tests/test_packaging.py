@@ -168,5 +168,5 @@ def test_readme_tour_runs_as_printed():
     assert len(shown) == 4
     for expected in shown:
         assert expected.strip() in printed, (expected, printed)
-    assert "python3 -m venv .venv && .venv/bin/pip install -e . && .venv/bin/tensorplug demo" in text
+    assert 'python3 -m venv .venv && .venv/bin/pip install -e ".[tensorboard]" && .venv/bin/tensorplug demo' in text
     assert 'python3 -m venv .venv && .venv/bin/pip install -e ".[test]" && .venv/bin/python -m pytest -q' in text

@@ -24,7 +24,10 @@ from tensorplug.dispatch import Backend, hookimpl
 
 __all__ = ["CudaBackend", "hookimpl", "tensorplug_register_backends"]
 
-_DTYPES = frozenset(("float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8", "bool"))
+# no "bfloat16": CuPy has no bfloat16 arrays, so the frontend refuses bfloat16 tensors on this backend
+# ("bfloat16 is not supported on the 'cuda' backend", a TypeError) rather than converting them silently
+_DTYPES = frozenset(("float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8", "bool",
+                     "complex64", "complex128"))
 
 
 def _import_cupy():
@@ -87,7 +90,8 @@ class CudaBackend(Backend):
         try:
             xp, _ = self.modules()
         except Exception as e:  # ImportError, or a CUDA library failing to load
-            return False, f"CuPy is not importable ({type(e).__name__}: {e}); install tensorplug[cuda]"
+            from tensorplug.utils.collect_env import pip_install_command
+            return False, f"CuPy is not importable ({type(e).__name__}: {e}); install it: {pip_install_command('cuda')}"
         try:
             n = int(xp.cuda.runtime.getDeviceCount())
         except Exception as e:  # CUDARuntimeError: no driver, driver too old, ...
@@ -166,6 +170,37 @@ class CudaBackend(Backend):
     def memory_allocated(self) -> int:
         return int(self.modules()[0].get_default_memory_pool().used_bytes())
 
+    def memory_reserved(self) -> int:
+        """Bytes CuPy's pool holds, in use or cached for reuse (PyTorch's "reserved")."""
+        return int(self.modules()[0].get_default_memory_pool().total_bytes())
+
+    def max_memory_allocated(self) -> int:
+        """The peak of memory_allocated() since the last reset_peak_memory_stats(). CuPy's pool keeps
+        no peak: a wrapper of the allocator records it, installed by the first call of this or of
+        reset_peak_memory_stats() (it costs a Python call per allocation, so it is not there before;
+        the first call reports the bytes in use then)."""
+        return max(self._peak_tracker()[0], self.memory_allocated())
+
+    def reset_peak_memory_stats(self) -> None:
+        self._peak_tracker()[0] = self.memory_allocated()
+
+    def _peak_tracker(self) -> list:
+        peak = self.__dict__.get("_peak")
+        if peak is None:
+            xp = self.modules()[0]
+            used = xp.get_default_memory_pool().used_bytes
+            inner = xp.cuda.get_allocator()
+            peak = self._peak = [int(used())]
+
+            def allocate(size):
+                mem = inner(size)
+                n = used()
+                if n > peak[0]:
+                    peak[0] = n
+                return mem
+            xp.cuda.set_allocator(allocate)
+        return peak
+
     def empty_cache(self) -> None:
         xp = self.modules()[0]
         xp.get_default_memory_pool().free_all_blocks()
@@ -219,13 +254,15 @@ class CudaBackend(Backend):
         return self._fusion
 
     def native_kernels(self):
-        from . import conv, kernels, norm
+        from . import complex as complex_kernels, conv, fft, kernels, norm
         xp, cx = self.modules()
         f = self.fusion()
         self._apply_tf32()
         table = kernels.build(xp, cx, f, self.fallbacks)
         table.update(conv.build(xp, f))
         table.update(norm.build(xp, f, lambda: self.kernels))
+        table.update(complex_kernels.build(xp))
+        table.update(fft.build(xp))
         return table
 
 

@@ -175,7 +175,14 @@ def build(xp, cx, fusion, status=None) -> dict:
     k["floor_divide"], k["remainder"], k["fmod"] = (divmod_kernel(w) for w in ("div", "mod", "fmod"))
     k["pow"] = power
     k["erf"] = lambda x, out=None: fusion.erf(x, out)
-    k["sigmoid"] = lambda x, out=None: fusion.sigmoid(x, out)
+    k["sigmoid"] = lambda x, out=None: fusion.sigmoid(x, out) if x.dtype.kind != "c" else complex_sigmoid(x, out)
+
+    def complex_sigmoid(x, out=None):       # (no sign branches for complex values)
+        r = 1 / (1 + xp.exp(-x))
+        if out is None:
+            return r
+        xp.copyto(out, r)
+        return out
     assert all(n in k for n in (*UNARY, *BINARY)), sorted(set((*UNARY, *BINARY)) - set(k))
 
     def where(c, x, y):
@@ -209,6 +216,8 @@ def build(xp, cx, fusion, status=None) -> dict:
         return xp.arange(start, stop, step, dtype=dtype)
 
     def astype(x, dtype):
+        if x.dtype.kind == "c" and np.dtype(dtype).kind not in "cb":
+            x = x.real              # the real part, without CuPy's / NumPy's discard warning
         return x.astype(dtype)
 
     def copy(x):
@@ -328,6 +337,10 @@ def build(xp, cx, fusion, status=None) -> dict:
         dt = x.dtype
         values = values.astype(dt, copy=False) if isinstance(values, nd) else xp.full((), values, dtype=dt)
         name = dt.name
+        if dt.kind == "c":                       # the real and imaginary parts (views), each a float sum
+            accumulate(x.real, key, values.real)
+            accumulate(x.imag, key, values.imag)
+            return
         if name in _ATOMIC:
             cx.scatter_add(x, key, values)
         elif name == "int64":                    # the same bits as an unsigned sum

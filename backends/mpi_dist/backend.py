@@ -256,9 +256,11 @@ class MpiBackend(CommunicationBackend):
         try:
             spec = importlib.util.find_spec("mpi4py")
         except Exception as e:      # noqa: BLE001 - a broken installation
-            return False, f"mpi4py cannot be found ({type(e).__name__}: {e}); install tensorplug[mpi]"
+            from tensorplug.utils.collect_env import pip_install_command
+            return False, f"mpi4py cannot be found ({type(e).__name__}: {e}); install it: {pip_install_command('mpi')}"
         if spec is None:
-            return False, "mpi4py is not installed; install tensorplug[mpi] (mpi4py and an MPICH from pip)"
+            from tensorplug.utils.collect_env import pip_install_command
+            return False, f"mpi4py is not installed; install it (mpi4py and an MPICH from pip): {pip_install_command('mpi')}"
         if _mpi4py_needs_libmpi(spec) and _find_libmpi() is None:
             return False, ("mpi4py is installed but no MPI library was found; install one "
                            "(`pip install mpich`, or a system MPI) or set MPI4PY_LIBMPI")

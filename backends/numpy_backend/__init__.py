@@ -10,10 +10,22 @@ class NumpyBackend(Backend):
     priority = 0
     indexed = False          # one device: "cpu", never "cpu:0"
     version = np.__version__
+    dtypes = Backend.dtypes | {"complex64", "complex128"} | {"bfloat16"}     # bfloat16: ml_dtypes' storage
 
     def native_kernels(self):
         from .kernels import build
         return build()
+
+    # tensorplug.set_num_threads / get_num_threads: the thread pools of NumPy's BLAS and of any OpenMP
+    # runtime in the process, through threadpoolctl (imported on first use)
+    def set_num_threads(self, n: int) -> None:
+        from threadpoolctl import threadpool_limits
+        threadpool_limits(limits=n)
+
+    def get_num_threads(self) -> int:
+        from threadpoolctl import threadpool_info
+        return max((lib["num_threads"] for lib in threadpool_info() if lib["user_api"] in ("blas", "openmp")),
+                   default=1)
 
 
 @hookimpl

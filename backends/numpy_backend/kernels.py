@@ -95,6 +95,12 @@ def _sign(x, out=None):
 
 
 def _sigmoid(x, out=None):
+    if x.dtype.kind == "c":         # no sign branches for complex values
+        r = 1 / (1 + np.exp(-x))
+        if out is not None:
+            out[...] = r
+            return out
+        return _arr(r)
     # exp of -|x| never overflows; pick the stable branch per sign
     e = np.exp(-np.abs(x))
     r = np.where(x >= 0, 1 / (1 + e), e / (1 + e)).astype(x.dtype, copy=False)
@@ -167,6 +173,10 @@ def astype(x, dtype):
         # integers), without NumPy's "invalid value / overflow encountered in cast" warnings
         with np.errstate(invalid="ignore", over="ignore"):
             return x.astype(dtype)
+    if x.dtype.kind == "c" and dtype not in ("complex64", "complex128", "bool"):
+        # the real part (the frontend warns, as PyTorch; NumPy's ComplexWarning would repeat it)
+        with np.errstate(invalid="ignore", over="ignore"):
+            return x.real.astype(dtype)
     return x.astype(dtype)
 
 
@@ -322,7 +332,11 @@ def build() -> dict:
         inv=inv, solve=solve,
         softmax=softmax, log_softmax=log_softmax, clip=clip,
     )
-    from . import conv, norm
+    from . import complex as complex_kernels, conv, fft, norm
     k.update(conv.build())
     k.update(norm.build())
+    k.update(complex_kernels.build())
+    k.update(fft.build())
+    from . import bfloat16
+    k.update(bfloat16.build(k))         # bfloat16 as PyTorch computes it; other dtypes pass through
     return k

@@ -9,7 +9,7 @@ def batch_norm(x, weight, bias, mean, var, eps):
     c = x.shape[1]
     axes = (0,) + tuple(range(2, nd))
     bshape = (1, c) + (1,) * (nd - 2)
-    acc = np.float32 if x.dtype == np.float16 else x.dtype
+    acc = np.float32 if x.dtype == np.float16 or x.dtype.kind == "V" else x.dtype     # (V: bfloat16)
     if mean is None:
         m = x.mean(axis=axes, dtype=acc)
         d = np.subtract(x, m.reshape(bshape), dtype=acc)

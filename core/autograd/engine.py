@@ -95,6 +95,9 @@ def _root_grad(i, out, g):
         if out.numel() != 1:
             raise RuntimeError("grad can be implicitly created only for scalar outputs; pass "
                                f"gradient= with shape {list(out.shape)}")
+        if out._dtype.category == 3:
+            raise RuntimeError(f"grad can be implicitly created only for real scalar outputs but got "
+                               f"{out._dtype!r}")
         return out._ones_like_nograd()
     if not isinstance(g, Tensor):
         g = out._new_like_data(g)
@@ -102,6 +105,10 @@ def _root_grad(i, out, g):
         raise RuntimeError(f"Mismatch in shape: grad_output[{i}] has a shape of {list(g.shape)} and "
                            f"output[{i}] has a shape of {list(out.shape)}.")
     if g._dtype is not out._dtype:
+        if g._dtype.category == 3 or out._dtype.category == 3:
+            raise RuntimeError(f"For complex Tensors, both grad_output and output are required to have the same "
+                               f"dtype. Mismatch in dtype: grad_output[{i}] has a dtype of {g._dtype!r} and "
+                               f"output[{i}] has a dtype of {out._dtype!r}.")
         if g._dtype.is_floating_point != out._dtype.is_floating_point:
             raise RuntimeError(f"For grad_output[{i}]: expected a {out._dtype.name} gradient, got "
                                f"{g._dtype.name}")

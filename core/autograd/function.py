@@ -159,7 +159,7 @@ def _connect(cls, ctx, args, output):
             o = o.detach()                 # never re-parent an input, a leaf or a repeated output
             outs[i] = o
         seen.add(oid)
-        if oid not in non_diff and o._dtype.is_floating_point:
+        if oid not in non_diff and o._dtype.category >= 2:        # floating point or complex
             diff.append(i)
     if not diff:
         return output
@@ -254,7 +254,7 @@ def once_differentiable(backward):
         tup = result if isinstance(result, tuple) else (result,)
         out = []
         for r in tup:
-            if isinstance(r, Tensor) and r._dtype.is_floating_point:
+            if isinstance(r, Tensor) and r._dtype.category >= 2:
                 r = r.detach()
                 record("DelayedError", r, req, _delayed_error)
             out.append(r)

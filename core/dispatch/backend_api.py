@@ -17,6 +17,10 @@ Conventions for every kernel (the conformance suite checks them):
   and `diagonal` return arrays that alias their input's memory.
 - Indices handed to kernels are int64 arrays already checked to be in range and
   made non-negative by the frontend.
+- Complex dtypes ("complex64", "complex128") reach only a backend that lists them in `dtypes`:
+  its pointwise, reduction, movement, indexing and matmul kernels then take complex arrays too
+  (`abs` returns the magnitudes in the matching float dtype), and the kernels of
+  optional_complex (parts, conj, real <-> complex views) and optional_fft apply.
 """
 from __future__ import annotations
 
@@ -109,8 +113,9 @@ OPTIONAL: dict[str, str] = {
 # optional kernels whose decomposition only raises NotImplementedError
 NO_FALLBACK = frozenset(("rng_get_state", "rng_set_state"))
 
-# families of optional kernels kept in their own modules (conv/pool, normalization/embedding)
-OPTIONAL_FAMILIES = ("optional_conv", "optional_norm")
+# families of optional kernels kept in their own modules (conv/pool, normalization/embedding,
+# complex parts and views, FFT)
+OPTIONAL_FAMILIES = ("optional_conv", "optional_norm", "optional_complex", "optional_fft")
 
 
 def _merge_families():

@@ -52,22 +52,32 @@ def _sqrt_one_minus_sq(K, x):
 
 
 def asin(K, x):
+    if _dt(K, x).startswith("complex"):         # -i log(iz + sqrt(1 - z^2)) (atan2 is real-only)
+        return K["mul"](K["log"](K["add"](K["mul"](x, 1j), _sqrt_one_minus_sq(K, x))), -1j)
     return K["atan2"](x, _sqrt_one_minus_sq(K, x))
 
 
 def acos(K, x):
+    if _dt(K, x).startswith("complex"):         # pi/2 - asin(z)
+        return K["sub"](K["full"]((), complex(1.5707963267948966), _dt(K, x)), asin(K, x))
     return K["atan2"](_sqrt_one_minus_sq(K, x), x)
 
 
 def atan(K, x):
+    if _dt(K, x).startswith("complex"):         # (i/2) log((i + z) / (i - z))
+        return K["mul"](K["log"](K["div"](K["add"](x, 1j), K["sub"](1j, x))), 0.5j)
     return K["atan2"](x, K["full"]((), 1, _dt(K, x)))
 
 
 def isinf(K, x):
+    if _dt(K, x).startswith("complex"):         # inf in either part
+        return K["logical_or"](isinf(K, K["real"](x)), isinf(K, K["imag"](x)))
     return K["logical_and"](K["eq"](K["abs"](x), float("inf")), K["logical_not"](K["isnan"](x)))
 
 
 def isfinite(K, x):
+    if _dt(K, x).startswith("complex"):
+        return K["logical_and"](isfinite(K, K["real"](x)), isfinite(K, K["imag"](x)))
     return K["logical_not"](K["logical_or"](K["isnan"](x), K["eq"](K["abs"](x), float("inf"))))
 
 

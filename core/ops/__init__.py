@@ -4,6 +4,7 @@ The special-function and numerical families load on first use (`load_lazy`): by 
 `tensorplug.<name>` or a Tensor method, which keeps `import tensorplug` light."""
 from . import (creation, indexing, introspection, linalg, pointwise, random, reduction, shape,  # noqa: F401
                view_inplace)
+from . import complex as _complex_family  # noqa: F401,E402  (real/imag/conj/...; shadows no builtin here)
 
 LAZY_FAMILIES = ("special", "numerical")
 _loaded = []

@@ -4,6 +4,7 @@ import types
 
 from ._argcheck import tensor_typed
 from . import creation, indexing, introspection, linalg, pointwise, random, reduction, shape
+from . import complex as _complex_family
 
 __all__ = []
 
@@ -18,6 +19,6 @@ def export(module):
             __all__.append(name)
 
 
-for _mod in (creation, pointwise, reduction, shape, indexing, linalg, random, introspection):
+for _mod in (creation, pointwise, reduction, shape, indexing, linalg, random, introspection, _complex_family):
     export(_mod)
 del _mod

@@ -18,7 +18,7 @@ wrap_dim = _wrap_dim
 
 
 def is_scalar(x) -> bool:
-    return isinstance(x, (numbers.Number,)) and not isinstance(x, complex) or _is_np_scalar(x)
+    return isinstance(x, numbers.Number) or _is_np_scalar(x)
 
 
 def _is_np_scalar(x):
@@ -32,6 +32,11 @@ def scalar_value(x):
 
 # -- broadcasting ---------------------------------------------------------------------------
 _bcast_cache: dict = {}
+# tensorplug.utils.backcompat.broadcast_warning: a check of every newly computed broadcast (None: off;
+# when on, nothing is cached so that each broadcast is checked), and whether the deprecated 1-d
+# pointwise fallback ever ran (then sum_to reshapes its gradients back)
+_bcast_hook = None
+_fell_back = False
 
 
 def broadcast_shapes(a, b):
@@ -53,7 +58,9 @@ def broadcast_shapes(a, b):
             raise RuntimeError(f"The size of tensor a ({x}) must match the size of tensor b ({y}) "
                                f"at non-singleton dimension {i}")
     r = tuple(out)
-    if len(_bcast_cache) < 4096:
+    if _bcast_hook is not None:
+        _bcast_hook(a, b)
+    elif len(_bcast_cache) < 4096:
         _bcast_cache[key] = r
     return r
 
@@ -107,26 +114,32 @@ def prep_binary(a, b, float_result=False):
                 raise device_mismatch(a, b)
             if a._dtype is b._dtype:
                 dt = a._dtype
-                if float_result and dt.category != 2:
+                if float_result and dt.category < 2:
                     dt = _dt._default[0]
                 else:
                     sa, sb = a._data.shape, b._data.shape
                     if sa != sb:
-                        broadcast_shapes(sa, sb)
+                        try:
+                            broadcast_shapes(sa, sb)
+                        except RuntimeError as e:
+                            return a._data, _not_broadcastable(a, b, dt, e), dt, a._k, a._dev
                     return a._data, b._data, dt, a._k, a._dev
             else:
                 dt = _result_type(a, b)
-                if float_result and dt.category != 2:
+                if float_result and dt.category < 2:
                     dt = _dt._default[0]
             sa, sb = a._data.shape, b._data.shape
             if sa != sb:
-                broadcast_shapes(sa, sb)
+                try:
+                    broadcast_shapes(sa, sb)
+                except RuntimeError as e:
+                    return cast_data(a, dt), _not_broadcastable(a, b, dt, e), dt, a._k, a._dev
             return cast_data(a, dt), cast_data(b, dt), dt, a._k, a._dev
         if not is_scalar(b):
             raise TypeError(f"unsupported operand type: {type(b).__name__} (expected a Tensor or a number)")
         b = scalar_value(b)
         dt = _combine_scalar(a._dtype, b)
-        if float_result and dt.category != 2:
+        if float_result and dt.category < 2:
             dt = _dt._default[0]
         return cast_data(a, dt), _scalar_as(b, dt), dt, a._k, a._dev
     t = b
@@ -134,23 +147,34 @@ def prep_binary(a, b, float_result=False):
         raise TypeError(f"unsupported operand type: {type(a).__name__} (expected a Tensor or a number)")
     a = scalar_value(a)
     dt = _combine_scalar(t._dtype, a)
-    if float_result and dt.category != 2:
+    if float_result and dt.category < 2:
         dt = _dt._default[0]
     return _scalar_as(a, dt), cast_data(t, dt), dt, t._k, t._dev
 
 
+def _not_broadcastable(a, b, dt, error):
+    """b's data for the deprecated 1-d pointwise fallback of tensorplug.utils.backcompat, or `error`."""
+    from ..utils.backcompat import pointwise_fallback
+    return pointwise_fallback(a, b, dt, error)
+
+
 def _combine_scalar(tdt, s):
-    sdt = bool if isinstance(s, bool) else (int if isinstance(s, int) else float)
+    sdt = bool if isinstance(s, bool) else (int if isinstance(s, int) else
+                                            complex if isinstance(s, complex) else float)
     if sdt is float:
-        return tdt if tdt.category == 2 else _dt._default[0]
+        return tdt if tdt.category >= 2 else _dt._default[0]
     if sdt is int:
         return tdt if tdt.category >= 1 else _dt.int64
+    if sdt is complex:      # a float tensor keeps its precision: float64 * 1j -> complex128
+        return tdt if tdt.category == 3 else _dt._combine(tdt, _dt.scalar_dtype(s))
     return tdt
 
 
 def _scalar_as(s, dt):
     if dt.category == 2:
         return float(s)
+    if dt.category == 3:
+        return complex(s)
     if dt.category == 1:
         s = int(s)
         bits = 8 * dt.itemsize
@@ -168,6 +192,11 @@ def sum_to(g, shape):
     shape = tuple(shape)
     if gs == shape:
         return g
+    if _fell_back:              # g may be the gradient of a 1-d pointwise fallback (utils.backcompat)
+        from ..utils.backcompat import fallback_grad
+        r = fallback_grad(g, shape)
+        if r is not None:
+            return r
     lead = len(gs) - len(shape)
     axes = tuple(range(lead)) + tuple(i + lead for i, s in enumerate(shape) if s == 1 and gs[i + lead] != 1)
     if axes:
@@ -181,8 +210,15 @@ def grad_for(g, t):
     """Gradient g shaped and typed for input t."""
     g = sum_to(g, t._data.shape)
     if g._dtype is not t._dtype:
-        g = g.to(t._dtype)
+        g = cast_grad(g, t._dtype)
     return g
+
+
+def cast_grad(g, dt):
+    """g as dtype dt; a real input of a complex computation gets the real part (no discard warning)."""
+    if g._dtype.category == 3 and dt.category != 3:
+        g = g.real
+    return g.to(dt)
 
 
 def zeros_like_grad(t):
@@ -249,7 +285,7 @@ def commit_inplace(t, result):
 
 def check_cast(src, dst):
     if src.category > dst.category:
-        names = {0: "Bool", 1: "Long", 2: "Float"}
+        names = {0: "Bool", 1: "Long", 2: "Float", 3: "Complex"}
         raise RuntimeError(f"result type {src.name} can't be cast to the desired output type {dst.name} "
                            f"({names[src.category]} -> {names[dst.category]} would lose information)")
 

@@ -13,9 +13,11 @@ from __future__ import annotations
 
 import math
 
+from ..amp.state import state as _amp
 from . import pointwise as _pw
 from . import reduction as _red
 from ._core import Tensor, _gstate, check_inplace, commit_inplace, record, snapshot, wrap_dim, zeros_like_grad
+from ._float32 import in_float32 as _f32        # bfloat16 activations run in float32, as PyTorch's kernels
 
 _SELU_ALPHA = 1.6732632423543772848170429916717
 _SELU_SCALE = 1.0507009873554804934193349852946
@@ -113,6 +115,8 @@ def leaky_relu_(input, negative_slope=0.01):
 
 def prelu(input, weight):
     """leaky_relu with a learnt slope: one per channel (dim 1), or one shared (weight of 1 element)."""
+    if _amp.on:
+        return _amp.run("prelu", prelu, (input, weight))
     _check_tensor(input, "prelu")
     n = weight.numel()
     if n == 1:
@@ -158,6 +162,7 @@ def threshold_(input, threshold, value):
 
 
 # -- exponential family -------------------------------------------------------------------------
+@_f32
 def _elu(x, alpha):
     x = _float(x)
     return _custom("EluBackward0", x,
@@ -178,13 +183,14 @@ def elu_(input, alpha=1.0):
 def selu(input, inplace=False):
     """scale * elu(x, alpha) with the self-normalizing constants of Klambauer et al. (2017)."""
     _check_tensor(input, "selu")
-    return _maybe_inplace(lambda x: _elu(x, _SELU_ALPHA) * _SELU_SCALE, input, inplace)
+    return _maybe_inplace(_f32(lambda x: _elu(x, _SELU_ALPHA) * _SELU_SCALE), input, inplace)
 
 
 def selu_(input):
     return selu(input, inplace=True)
 
 
+@_f32
 def _celu(x, alpha):
     if alpha == 0:
         raise RuntimeError("ZeroDivisionError")
@@ -207,6 +213,7 @@ def celu_(input, alpha=1.0):
 _SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
 
 
+@_f32
 def gelu(input, approximate="none"):
     """x * Phi(x) (Phi: the standard normal CDF); approximate='tanh' uses the tanh approximation."""
     _check_tensor(input, "gelu")
@@ -221,9 +228,10 @@ def gelu(input, approximate="none"):
 def silu(input, inplace=False):
     """x * sigmoid(x) (also called swish)."""
     _check_tensor(input, "silu")
-    return _maybe_inplace(lambda x: x * _pw.sigmoid(x), input, inplace)
+    return _maybe_inplace(_f32(lambda x: x * _pw.sigmoid(x)), input, inplace)
 
 
+@_f32
 def _softplus(x, beta, threshold):
     x = _float(x)
 
@@ -236,6 +244,8 @@ def _softplus(x, beta, threshold):
 
 def softplus(input, beta=1.0, threshold=20.0):
     """log(1 + exp(beta * x)) / beta; linear (x) where beta * x > threshold."""
+    if _amp.on:
+        return _amp.run("softplus", softplus, (input, beta, threshold))
     _check_tensor(input, "softplus")
     return _softplus(input, beta, threshold)
 
@@ -243,9 +253,10 @@ def softplus(input, beta=1.0, threshold=20.0):
 def mish(input, inplace=False):
     """x * tanh(softplus(x))."""
     _check_tensor(input, "mish")
-    return _maybe_inplace(lambda x: x * _pw.tanh(_softplus(x, 1.0, 20.0)), input, inplace)
+    return _maybe_inplace(_f32(lambda x: x * _pw.tanh(_softplus(x, 1.0, 20.0))), input, inplace)
 
 
+@_f32
 def logsigmoid(input):
     """log(sigmoid(x)), computed stably as min(x, 0) - log1p(exp(-|x|))."""
     _check_tensor(input, "logsigmoid")
@@ -271,13 +282,13 @@ def tanhshrink(input):
 def hardsigmoid(input, inplace=False):
     """relu6(x + 3) / 6."""
     _check_tensor(input, "hardsigmoid")
-    return _maybe_inplace(lambda x: _hardtanh(x + 3, 0.0, 6.0) / 6, input, inplace)
+    return _maybe_inplace(_f32(lambda x: _hardtanh(x + 3, 0.0, 6.0) / 6), input, inplace)
 
 
 def hardswish(input, inplace=False):
     """x * relu6(x + 3) / 6."""
     _check_tensor(input, "hardswish")
-    return _maybe_inplace(lambda x: x * _hardtanh(x + 3, 0.0, 6.0) / 6, input, inplace)
+    return _maybe_inplace(_f32(lambda x: x * _hardtanh(x + 3, 0.0, 6.0) / 6), input, inplace)
 
 
 def hardshrink(input, lambd=0.5):

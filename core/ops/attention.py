@@ -19,6 +19,7 @@ import math
 import warnings
 
 from .. import dtypes as _dt
+from ..amp.state import state as _amp
 from . import reduction as _red
 from ._core import Tensor, broadcast_shapes
 from .creation import ones, zeros
@@ -77,6 +78,10 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     query i attends to keys j <= i (top-left aligned). scale: default 1/sqrt(E). dropout_p: dropout on
     the weights (always applied when > 0, as PyTorch). enable_gqa: key/value may have fewer heads
     (dim -3) than query, a divisor of its number; each is repeated to match."""
+    if _amp.on:
+        return _amp.run("scaled_dot_product_attention", scaled_dot_product_attention, (query, key, value),
+                        {"attn_mask": attn_mask, "dropout_p": dropout_p, "is_causal": is_causal,
+                         "scale": scale, "enable_gqa": enable_gqa})
     names = ("query", "key", "value")
     for name, t in zip(names, (query, key, value)):
         if not isinstance(t, Tensor):

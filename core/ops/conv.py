@@ -17,6 +17,7 @@ import math
 import numpy as np
 
 from .. import dtypes as _dt
+from ..amp.state import state as _amp
 from ._core import Tensor, _gstate, _make, check_same_device, record
 
 
@@ -176,6 +177,8 @@ def _same_pads(ks, dilation):
 
 # -- conv -------------------------------------------------------------------------------------------
 def _convnd(nd, name, input, weight, bias, stride, padding, dilation, groups):
+    if _amp.on:
+        return _amp.run(name, _convnd, (nd, name, input, weight, bias, stride, padding, dilation, groups))
     x, unbatched = _batched(input, nd, name)
     _check_pair(x, weight, name, bias)
     if weight.ndim != nd + 2:
@@ -245,6 +248,9 @@ def conv_transpose_output_size(in_size, ks, stride, padding, output_padding, dil
 
 
 def _conv_transposend(nd, name, input, weight, bias, stride, padding, output_padding, groups, dilation):
+    if _amp.on:
+        return _amp.run(name, _conv_transposend, (nd, name, input, weight, bias, stride, padding,
+                                                  output_padding, groups, dilation))
     x, unbatched = _batched(input, nd, name)
     _check_pair(x, weight, name, bias)
     if weight.ndim != nd + 2:

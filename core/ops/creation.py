@@ -8,21 +8,20 @@ import math
 import numpy as np
 
 from .. import dtypes as _dt
-from ..device import as_device, device as Device
+from ..device import _default as _default_device, as_device, device as Device
 from ..dispatch.registry import registry
-from ._core import Tensor, _gstate, _make, record
+from ._core import Tensor, _gstate, _make, cast_grad, record
 
 _CPU = Device("cpu")
 
 
 def resolve_device(device):
-    """(kernel table, device object) for a device argument (None: cpu)."""
+    """(kernel table, device object) for a device argument (None: the default device, normally cpu;
+    an int: that index of the current accelerator)."""
     if device is None:
-        dev = _CPU
-    elif device.__class__ is Device:
+        device = _default_device[0]         # set_default_device / `with device(...)`
+    if device.__class__ is Device:
         dev = device
-    elif isinstance(device, int):
-        raise RuntimeError("a bare integer device is ambiguous in tensorplug; pass 'cuda:N' or a device")
     else:
         dev = as_device(device)
     backend = registry.backend_for(dev.type)
@@ -38,6 +37,22 @@ def resolve_device(device):
     else:
         dev = Device(dev.type)
     return backend.kernels_for(dev.index), dev
+
+
+def check_dtype(k, dt):
+    """Raise unless the backend of kernel table k serves dt (bfloat16 only where a backend declares it)."""
+    if dt in _dt.NEED_DECLARING:
+        b = k["__backend__"]
+        if dt.name not in b.dtypes:
+            raise TypeError(f"{dt.name} is not supported on the {b.name!r} backend")
+
+
+def _host_cast(arr: np.ndarray, dt):
+    """arr as dtype dt; to bfloat16 through float32, as PyTorch converts (a float64 or a wide integer
+    rounds to float32 first: 1 + 2**-8 + 2**-30 becomes 1.0, not 1.0078125)."""
+    if dt is _dt.bfloat16 and arr.dtype.kind in "fiu" and arr.dtype.itemsize > 2:
+        arr = arr.astype(np.float32)
+    return arr.astype(dt.name)
 
 
 def _size(size):
@@ -63,8 +78,9 @@ def _finish(t, requires_grad):
 
 def _from_host(arr: np.ndarray, dt, device, requires_grad=False):
     k, dev = resolve_device(device)
+    check_dtype(k, dt)
     if arr.dtype.name != dt.name:
-        arr = arr.astype(dt.name)
+        arr = _host_cast(arr, dt)
     backend = k["__backend__"]
     with backend.device_context(dev.index):
         data = k["from_numpy"](arr)
@@ -77,8 +93,10 @@ def _infer_dtype(arr: np.ndarray, from_python: bool):
         return _dt.bool_
     if kind in "iu":
         return _dt.int64 if from_python else _dt.as_dtype(arr.dtype)
-    if kind == "f":
+    if kind == "f" or arr.dtype.name == "bfloat16":
         return _dt.get_default_dtype() if from_python else _dt.as_dtype(arr.dtype)
+    if kind == "c":     # Python complex numbers take the default complex dtype (complex64 for float32)
+        return _dt.scalar_dtype(1j) if from_python else _dt.as_dtype(arr.dtype)
     raise TypeError(f"can't convert data of NumPy dtype {arr.dtype} to a tensor; supported types: "
                     "float16/32/64, int8/16/32/64, uint8 and bool")
 
@@ -133,7 +151,8 @@ def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=Fal
     dt = _dt.as_dtype(dtype) if dtype is not None else _infer_dtype(arr, from_python)
     if device is None and isinstance(data, Tensor):
         device = data._dev
-    return _from_host(np.array(arr, dtype=dt.name, copy=True), dt, device, requires_grad)
+    host = np.array(arr, copy=True) if dt is _dt.bfloat16 else np.array(arr, dtype=dt.name, copy=True)
+    return _from_host(host, dt, device, requires_grad)       # (_from_host rounds to bfloat16 as PyTorch)
 
 
 def as_tensor(data, dtype=None, device=None):
@@ -154,11 +173,12 @@ def from_numpy(ndarray):
     if not isinstance(ndarray, np.ndarray):
         raise TypeError(f"expected np.ndarray (got {type(ndarray).__name__})")
     dt = _infer_dtype(ndarray, False) if ndarray.dtype.name in _dt.BY_NAME or ndarray.dtype.kind == "b" \
-        else None
+        else None      # (a bfloat16 array comes from ml_dtypes: PyTorch has no NumPy bfloat16 to take)
     if dt is None:
         raise TypeError(f"can't convert np.ndarray of type numpy.{ndarray.dtype}. The only supported types "
-                        "are: float64, float32, float16, int64, int32, int16, int8, uint8, and bool.")
-    k, dev = resolve_device(None)
+                        "are: float64, float32, float16, complex64, complex128, int64, int32, int16, int8, "
+                        "uint8, and bool.")
+    k, dev = resolve_device(_CPU)           # always cpu (the default device does not apply)
     return _make(k["from_numpy"](ndarray), dt, k, dev)
 
 
@@ -171,21 +191,40 @@ def full(size, fill_value, *, dtype=None, device=None, requires_grad=False, out=
     else:
         dt = _dt.as_dtype(dtype)
     k, dev = resolve_device(device)
+    check_dtype(k, dt)
     with k["__backend__"].device_context(dev.index):
         data = k["full"](size, fill_value, dt.name)
     return _finish(_make(data, dt, k, dev), requires_grad)
 
 
-def _filled(value):
-    def make(*size, dtype=None, device=None, requires_grad=False, out=None, layout=None, pin_memory=False):
+NO_SIZE = object()       # `size=` not given
+
+
+def size_arg(args, size, name, both_error=None):
+    """The shape of `name(*args)` or `name(size=...)` (both: PyTorch's TypeError, `both_error` when the
+    function reports it as an invalid combination). No size at all is a 0-d shape."""
+    if size is NO_SIZE:
+        return _size(args)
+    if args:
+        raise TypeError(both_error or f"{name}() got multiple values for argument 'size'")
+    if not isinstance(size, (tuple, list)):
+        raise TypeError(f"{name}(): argument 'size' must be tuple of ints, not {type(size).__name__}")
+    return _size((size,))
+
+
+def _filled(value, name):
+    def make(*args, size=NO_SIZE, dtype=None, device=None, requires_grad=False, out=None, layout=None,
+             pin_memory=False):
         dt = _dt.as_dtype(dtype) if dtype is not None else _dt.get_default_dtype()
-        return full(_size(size), value, dtype=dt, device=device, requires_grad=requires_grad)
+        shape = _size(args) if size is NO_SIZE else size_arg(args, size, name)
+        return full(shape, value, dtype=dt, device=device, requires_grad=requires_grad)
+    make.__name__ = make.__qualname__ = name
     return make
 
 
-zeros = _filled(0)
-ones = _filled(1)
-empty = _filled(0)      # zero-filled: reading "uninitialised" memory never leaks stale data
+zeros = _filled(0, "zeros")
+ones = _filled(1, "ones")
+empty = _filled(0, "empty")      # zero-filled: reading "uninitialised" memory never leaks stale data
 
 
 def _like(maker):
@@ -229,14 +268,14 @@ def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=Fa
     # computed in float64/int64 like PyTorch, then cast: keeps the length exact
     host = (np.arange(n, dtype=np.float64) * step + start) if dt.category == 2 else \
         np.arange(start, start + n * step, step, dtype=np.int64)[:n]
-    return _from_host(host.astype(dt.name), dt, device, requires_grad)
+    return _from_host(host, dt, device, requires_grad)
 
 
 def range_(start, end, step=1, *, dtype=None, device=None, requires_grad=False):
     """torch.range (deprecated in PyTorch): includes `end`."""
     n = int(math.floor((end - start) / step)) + 1
     dt = _dt.as_dtype(dtype) if dtype is not None else _dt.get_default_dtype()
-    return _from_host((np.arange(n, dtype=np.float64) * step + start).astype(dt.name), dt, device,
+    return _from_host(_host_cast(np.arange(n, dtype=np.float64) * step + start, dt), dt, device,
                       requires_grad)
 
 
@@ -244,13 +283,13 @@ def linspace(start, end, steps, *, dtype=None, device=None, requires_grad=False)
     if steps < 0:
         raise RuntimeError(f"number of steps must be non-negative, got {steps}")
     dt = _dt.as_dtype(dtype) if dtype is not None else _dt.get_default_dtype()
-    return _from_host(np.linspace(start, end, steps, dtype=np.float64).astype(dt.name), dt, device,
+    return _from_host(_host_cast(np.linspace(start, end, steps, dtype=np.float64), dt), dt, device,
                       requires_grad)
 
 
 def logspace(start, end, steps, base=10.0, *, dtype=None, device=None, requires_grad=False):
     dt = _dt.as_dtype(dtype) if dtype is not None else _dt.get_default_dtype()
-    return _from_host(np.logspace(start, end, steps, base=base, dtype=np.float64).astype(dt.name), dt, device,
+    return _from_host(_host_cast(np.logspace(start, end, steps, base=base, dtype=np.float64), dt), dt, device,
                       requires_grad)
 
 
@@ -293,6 +332,7 @@ def _legacy_class(dt):
 FloatTensor = _legacy_class(_dt.float32)
 DoubleTensor = _legacy_class(_dt.float64)
 HalfTensor = _legacy_class(_dt.float16)
+BFloat16Tensor = _legacy_class(_dt.bfloat16)
 LongTensor = _legacy_class(_dt.int64)
 IntTensor = _legacy_class(_dt.int32)
 ShortTensor = _legacy_class(_dt.int16)
@@ -315,7 +355,7 @@ def _parse_to(args, kwargs):
             device, dtype = a.device, a.dtype
         elif isinstance(a, _dt.dtype) or a in (float, int, bool):
             dtype = a
-        elif isinstance(a, (str, Device)):
+        elif isinstance(a, (str, Device)) or a.__class__ is int:      # an int: accelerator index
             device = a
         elif isinstance(a, bool):
             pass
@@ -337,18 +377,25 @@ def to(self, *args, **kwargs):
     if k is self._k and dev is self._dev:
         if dt is self._dtype:
             return self.clone() if copy else self
+        check_dtype(k, dt)
         r = _make(k["astype"](self._data, dt.name), dt, k, dev)
     else:
+        check_dtype(k, dt)
         host = np.asarray(self._k["to_numpy"](self._data))
+        if host.dtype.kind == "c" and dt.category != 3:
+            host = host.real            # (the frontend warns below, as PyTorch; NumPy's warning would repeat it)
         if host.dtype.name != dt.name:
-            host = host.astype(dt.name)
+            host = _host_cast(host, dt)
         elif isinstance(self._data, np.ndarray) and np.may_share_memory(host, self._data):
             host = host.copy()      # to_numpy and from_numpy may both alias: the copy must not
         with k["__backend__"].device_context(dev.index):
             r = _make(k["from_numpy"](host), dt, k, dev)
-    if self._rg and _gstate.enabled and dt.is_floating_point:
+    if self._dtype.category == 3 and dt.category != 3:
+        import warnings
+        warnings.warn("Casting complex values to real discards the imaginary part", UserWarning, stacklevel=2)
+    if self._rg and _gstate.enabled and dt.category >= 2:
         src_dt, src_dev = self._dtype, self._dev
-        record("ToCopyBackward0", r, (self,), lambda g: (g.to(device=src_dev, dtype=src_dt),))
+        record("ToCopyBackward0", r, (self,), lambda g: (cast_grad(g, src_dt).to(device=src_dev),))
     return r
 
 
@@ -357,7 +404,12 @@ def cpu(self):
 
 
 def cuda(self, device=None, non_blocking=False):
-    return to(self, "cuda" if device is None else (f"cuda:{device}" if isinstance(device, int) else device))
+    if device is None:
+        return to(self, "cuda")
+    dev = Device("cuda", device) if device.__class__ is int else as_device(device)
+    if dev.type != "cuda":
+        raise RuntimeError("Invalid device, must be cuda device")
+    return to(self, dev)
 
 
 def clone(self, *, memory_format=None):
@@ -393,8 +445,12 @@ def new_tensor(self, data, dtype=None, device=None, requires_grad=False):
 
 
 def _new_filled(maker):
-    def make(self, *size, dtype=None, device=None, requires_grad=False):
-        return maker(*size, dtype=dtype or self._dtype, device=device or self._dev, requires_grad=requires_grad)
+    name = f"new_{maker.__name__}"
+
+    def make(self, *args, size=NO_SIZE, dtype=None, device=None, requires_grad=False):
+        shape = _size(args) if size is NO_SIZE else size_arg(args, size, name)
+        return maker(shape, dtype=dtype or self._dtype, device=device or self._dev, requires_grad=requires_grad)
+    make.__name__ = make.__qualname__ = name
     return make
 
 
@@ -407,6 +463,7 @@ def _attach():
     T = Tensor
     T.to, T.cpu, T.cuda, T.clone, T.type = to, cpu, cuda, clone, type_
     T.float, T.double, T.half = _converter(_dt.float32), _converter(_dt.float64), _converter(_dt.float16)
+    T.bfloat16 = _converter(_dt.bfloat16)
     T.long, T.int, T.short = _converter(_dt.int64), _converter(_dt.int32), _converter(_dt.int16)
     T.char, T.byte, T.bool = _converter(_dt.int8), _converter(_dt.uint8), _converter(_dt.bool_)
     T.new_tensor = new_tensor
@@ -420,4 +477,4 @@ _attach()
 PUBLIC = ["tensor", "as_tensor", "asarray", "from_numpy", "full", "zeros", "ones", "empty", "zeros_like",
           "ones_like", "empty_like", "full_like", "eye", "arange", "linspace", "logspace", "clone",
           "FloatTensor", "DoubleTensor", "HalfTensor", "LongTensor", "IntTensor", "ShortTensor", "CharTensor",
-          "ByteTensor", "BoolTensor"]
+          "ByteTensor", "BoolTensor", "BFloat16Tensor"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import dtypes as _dt
+from ..amp.state import state as _amp
 from ._core import Tensor, broadcast_shapes, wrap_dim
 
 
@@ -22,6 +23,8 @@ def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):
 
 def cosine_similarity(x1, x2, dim=1, eps=1e-8):
     """sum(x1 * x2) / (max(||x1||, eps) * max(||x2||, eps)) along `dim` (x1, x2 broadcast)."""
+    if _amp.on:
+        return _amp.run("cosine_similarity", cosine_similarity, (x1, x2, dim, eps))
     if not isinstance(x1, Tensor) or not isinstance(x2, Tensor):
         raise TypeError("cosine_similarity(): arguments 'x1' and 'x2' must be Tensors")
     shape = broadcast_shapes(tuple(x1.shape), tuple(x2.shape))
@@ -48,6 +51,8 @@ def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
 def pdist(input, p=2):
     """The p-norm distances between every pair of rows i < j of an (N, M) input, as a
     vector of N (N - 1) / 2 entries (row-major over the upper triangle)."""
+    if _amp.on:
+        return _amp.run("pdist", pdist, (input, p))
     if input.ndim != 2:
         raise RuntimeError(f"pdist only supports 2D tensors, got: {input.ndim}D")
     if p < 0:

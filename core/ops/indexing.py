@@ -26,6 +26,7 @@ import operator
 import numpy as np
 
 from .. import dtypes as _dt
+from ..amp.state import state as _amp
 from ._core import (Tensor, _gstate, _make, broadcast_all_shapes, broadcast_shapes, cast_data,
                     check_inplace, device_mismatch, is_scalar, record, rewritten, scalar_value, sum_to,
                     wrap_dim)
@@ -98,8 +99,8 @@ def _index_tensor_data(index, like, what):
 
 def _full0(k, value, dt):
     """A 0-d array holding the Python scalar `value` converted to dtype dt (PyTorch casts freely)."""
-    if isinstance(value, complex):
-        raise TypeError("complex values are not supported")
+    if isinstance(value, complex) and dt.category != 3:
+        raise TypeError(f"can't write a complex value into a {dt.name} tensor")
     if dt.category == 1 and not isinstance(value, float):
         return k["astype"](k["full"]((), int(value), "int64"), dt.name)
     if dt.category == 1:
@@ -377,7 +378,7 @@ def _put(x, p, value, accumulate=False, name=None):
         k["index_put"](view, p.key2, vd, bool(accumulate))
     x._bump_version()
     v_rg = vt is not None and vt._rg
-    if grad_on and (x._rg or v_rg) and x._dtype.is_floating_point:
+    if grad_on and (x._rg or v_rg) and x._dtype.category >= 2:
         x_rg = x._rg
         if vt is not None:
             vshape, vdt, vcore = vt._data.shape, vt._dtype, _strip_ones(vt._data.shape)
@@ -536,7 +537,7 @@ def _masked_fill(self, mask, value, inplace):
             data = k["copy"](k["broadcast_to"](data, shape))
         out = _make(data, self._dtype, k, self._dev)
     s_rg, v_rg = self._rg, vt is not None and vt._rg
-    if grad_on and (s_rg or v_rg) and self._dtype.is_floating_point:
+    if grad_on and (s_rg or v_rg) and self._dtype.category >= 2:
         m, sdt = mask, self._dtype
         vdt = vt._dtype if vt is not None else None
 
@@ -732,6 +733,8 @@ def scatter_(self, dim, index, src=None, *, value=None, reduce=None):
 
 def scatter_add(input, dim, index, src):
     """A copy of input with src's values added at `index` along `dim` (duplicates summed)."""
+    if _amp.on:
+        return _amp.run("scatter_add", scatter_add, (input, dim, index, src))
     if not isinstance(src, Tensor):
         raise TypeError(f"scatter_add(): argument 'src' must be Tensor, not {type(src).__name__}")
     return _scatter_impl(input, dim, index, src, True, False, "scatter_add")
@@ -801,6 +804,8 @@ def _index_copy(self, dim, index, source, inplace):
 
 def index_copy(input, dim, index, source):
     """A copy of input with source's slices written at positions `index` along `dim`."""
+    if _amp.on:
+        return _amp.run("index_copy", index_copy, (input, dim, index, source))
     return _index_copy(input, dim, index, source, False)
 
 
@@ -845,6 +850,8 @@ def _index_put(self, indices, values, accumulate, inplace):
 
 def index_put(input, indices, values, accumulate=False):
     """A copy of input with input[indices] = values (accumulate: +=, duplicates summed)."""
+    if _amp.on:
+        return _amp.run("index_put", index_put, (input, indices, values, accumulate))
     return _index_put(input, indices, values, accumulate, False)
 
 

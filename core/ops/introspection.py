@@ -28,7 +28,11 @@ class finfo:
         if not t.is_floating_point:
             raise TypeError("tensorplug.finfo() requires a floating point input type. Use tensorplug.iinfo to "
                             "handle 'tensorplug.finfo'")
-        f = np.finfo(t.name)
+        if t is _dt.bfloat16:          # NumPy's finfo does not know ml_dtypes' types; ml_dtypes has its own
+            import ml_dtypes
+            f = ml_dtypes.finfo(_dt.numpy_bfloat16())
+        else:
+            f = np.finfo(t.name)
         self.bits, self.dtype = int(f.bits), t.name
         self.eps, self.max, self.min = float(f.eps), float(f.max), float(f.min)
         self.tiny = self.smallest_normal = float(f.smallest_normal)
@@ -97,8 +101,7 @@ def is_floating_point(input) -> bool:
 
 
 def is_complex(input) -> bool:
-    _tensor_arg(input, "is_complex")
-    return False                      # no complex dtypes in tensorplug
+    return _tensor_arg(input, "is_complex")._dtype.is_complex
 
 
 def is_nonzero(input) -> bool:

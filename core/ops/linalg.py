@@ -18,9 +18,11 @@ import warnings
 import numpy as np
 
 from .. import dtypes as _dt
+from ..amp.state import state as _amp
 from ._core import (Tensor, _gstate, _make, broadcast_shapes, check_inplace, check_same_device,
                     commit_inplace, grad_for, normalize_dims, record, record_multi, snapshot, sum_to,
                     wrap_dim, zeros_like_grad)
+from .complex import cj
 from .pointwise import _out, where
 from .shape import expand, make_view, permute, reshape
 
@@ -30,11 +32,11 @@ class LinAlgError(RuntimeError):
 
 
 # -- small helpers -----------------------------------------------------------------------------------
-_C_NAMES = {"float32": "float", "float64": "double", "float16": "c10::Half", "int64": "long int",
-            "int32": "int", "int16": "short int", "int8": "signed char", "uint8": "unsigned char",
-            "bool": "bool"}
-_T_NAMES = {"float32": "Float", "float64": "Double", "float16": "Half", "int64": "Long", "int32": "Int",
-            "int16": "Short", "int8": "Char", "uint8": "Byte", "bool": "Bool"}
+_C_NAMES = {"float32": "float", "float64": "double", "float16": "c10::Half", "bfloat16": "c10::BFloat16",
+            "int64": "long int", "int32": "int", "int16": "short int", "int8": "signed char", "uint8": "unsigned char",
+            "bool": "bool", "complex64": "c10::complex<float>", "complex128": "c10::complex<double>"}
+_T_NAMES = {"complex64": "ComplexFloat", "complex128": "ComplexDouble", "float32": "Float", "float64": "Double", "float16": "Half", "bfloat16": "BFloat16", "int64": "Long",
+            "int32": "Int", "int16": "Short", "int8": "Char", "uint8": "Byte", "bool": "Bool"}
 
 
 def _tn(dt):
@@ -76,8 +78,8 @@ def _check_float(x, fname):
     dt = x._dtype
     if dt.category != 2:
         raise RuntimeError(f"{fname}: Expected a floating point or complex tensor as input. Got {_tn(dt)}")
-    if dt is _dt.float16:
-        raise RuntimeError(f"{fname}: Low precision dtypes not supported. Got Half")
+    if dt is _dt.float16 or dt is _dt.bfloat16:
+        raise RuntimeError(f"{fname}: Low precision dtypes not supported. Got {_tn(dt)}")
 
 
 def _check_square(x, fname, argname="A"):
@@ -210,10 +212,10 @@ def _matmul_vjp(g, a, b):
     G = reshape(g, batch + (A._data.shape[-2], B._data.shape[-1]))
     ga = gb = None
     if a._rg:
-        gA = matmul(G, _mT(B))
+        gA = matmul(G, cj(_mT(B)))          # (conj: the adjoint, for complex operands)
         ga = reshape(sum_to(gA, A._data.shape), sa)
     if b._rg:
-        gB = matmul(_mT(A), G)
+        gB = matmul(cj(_mT(A)), G)
         gb = reshape(sum_to(gB, B._data.shape), sb)
     return ga, gb
 
@@ -227,6 +229,8 @@ def matmul(input, other, *, out=None):
     """Matrix product with `numpy.matmul` semantics: 1-D·1-D is a dot product (0-d result), a 1-D
     operand is promoted to a row (left) or column (right) matrix and the added dimension removed
     afterwards, and leading (batch) dimensions broadcast. Operands must share a dtype."""
+    if _amp.on:
+        return _amp.run("matmul", matmul, (input, other), {"out": out})
     _check_tensor(input, "matmul", "input")
     _check_tensor(other, "matmul", "other")
     _matmul_check(input, other)
@@ -239,6 +243,8 @@ def matmul(input, other, *, out=None):
 
 def mm(input, mat2, *, out=None):
     """Product of two matrices (no broadcasting): (n, m) @ (m, p) -> (n, p)."""
+    if _amp.on:
+        return _amp.run("mm", mm, (input, mat2), {"out": out})
     _check_tensor(input, "mm", "input")
     _check_tensor(mat2, "mm", "mat2")
     if input.ndim != 2:
@@ -257,6 +263,8 @@ def _named(r, node_name):
 
 def bmm(input, mat2, *, out=None):
     """Batched matrix product of 3-D tensors with equal batch sizes: (b, n, m) @ (b, m, p) -> (b, n, p)."""
+    if _amp.on:
+        return _amp.run("bmm", bmm, (input, mat2), {"out": out})
     _check_tensor(input, "bmm", "input")
     _check_tensor(mat2, "bmm", "mat2")
     if input.ndim != 3:
@@ -275,6 +283,8 @@ def bmm(input, mat2, *, out=None):
 
 def mv(input, vec, *, out=None):
     """Matrix-vector product: (n, m) @ (m,) -> (n,)."""
+    if _amp.on:
+        return _amp.run("mv", mv, (input, vec), {"out": out})
     _check_tensor(input, "mv", "input")
     _check_tensor(vec, "mv", "vec")
     if input.ndim != 2 or vec.ndim != 1:
@@ -287,6 +297,8 @@ def mv(input, vec, *, out=None):
 
 def dot(input, other, *, out=None):
     """Inner product of two 1-D tensors of the same length and dtype (a 0-d tensor)."""
+    if _amp.on:
+        return _amp.run("dot", dot, (input, other), {"out": out})
     _check_tensor(input, "dot", "input")
     _check_tensor(other, "dot", "tensor")
     if input.ndim != 1 or other.ndim != 1:
@@ -300,7 +312,10 @@ def dot(input, other, *, out=None):
 
 
 def vdot(input, other, *, out=None):
-    """conj(input) · other for 1-D tensors; tensorplug has no complex dtypes, so this is `dot`."""
+    """conj(input) · other for 1-D tensors (`dot` for real ones)."""
+    if isinstance(input, Tensor) and input._dtype.category == 3:
+        from .complex import conj
+        input = conj(input)
     return dot(input, other, out=out)
 
 
@@ -321,6 +336,9 @@ ger = outer
 def inner(input, other, *, out=None):
     """Sum of products over the last dimension: result shape input.shape[:-1] + other.shape[:-1]
     (a 0-d operand multiplies)."""
+    if _amp.on:           # PyTorch's inner is dot for two vectors, tensordot otherwise
+        vectors = getattr(input, "ndim", 0) == 1 and getattr(other, "ndim", 0) == 1
+        return _amp.run("dot" if vectors else "tensordot", inner, (input, other), {"out": out})
     _check_tensor(input, "inner", "input")
     _check_tensor(other, "inner", "other")
     if input.ndim == 0 or other.ndim == 0:
@@ -369,26 +387,36 @@ def _addmm_like(fname, input, prod, beta, alpha):
 def addmm(input, mat1, mat2, *, beta=1, alpha=1, out=None):
     """beta * input + alpha * (mat1 @ mat2); input broadcasts to the (n, p) result. With beta == 0
     input is ignored (its NaNs do not propagate)."""
+    if _amp.on:
+        return _amp.run("addmm", addmm, (input, mat1, mat2), {"beta": beta, "alpha": alpha, "out": out})
     return _out(_addmm_like("addmm", input, mm(mat1, mat2), beta, alpha), out)
 
 
 def addmv(input, mat, vec, *, beta=1, alpha=1, out=None):
     """beta * input + alpha * (mat @ vec)."""
+    if _amp.on:
+        return _amp.run("addmv", addmv, (input, mat, vec), {"beta": beta, "alpha": alpha, "out": out})
     return _out(_addmm_like("addmv", input, mv(mat, vec), beta, alpha), out)
 
 
 def addr(input, vec1, vec2, *, beta=1, alpha=1, out=None):
     """beta * input + alpha * outer(vec1, vec2)."""
+    if _amp.on:
+        return _amp.run("addr", addr, (input, vec1, vec2), {"beta": beta, "alpha": alpha, "out": out})
     return _out(_addmm_like("addr", input, outer(vec1, vec2), beta, alpha), out)
 
 
 def baddbmm(input, batch1, batch2, *, beta=1, alpha=1, out=None):
     """beta * input + alpha * bmm(batch1, batch2)."""
+    if _amp.on:
+        return _amp.run("baddbmm", baddbmm, (input, batch1, batch2), {"beta": beta, "alpha": alpha, "out": out})
     return _out(_addmm_like("baddbmm", input, bmm(batch1, batch2), beta, alpha), out)
 
 
 def addbmm(input, batch1, batch2, *, beta=1, alpha=1, out=None):
     """beta * input + alpha * sum_b batch1[b] @ batch2[b] (an (n, p) result)."""
+    if _amp.on:
+        return _amp.run("addbmm", addbmm, (input, batch1, batch2), {"beta": beta, "alpha": alpha, "out": out})
     _check_tensor(batch1, "addbmm", "batch1")
     _check_tensor(batch2, "addbmm", "batch2")
     if batch1.ndim != 3:
@@ -446,6 +474,8 @@ def multi_dot(tensors, *, out=None):
 
 def vecdot(x, y, *, dim=-1, out=None):
     """Dot product of vectors along `dim` (inputs broadcast)."""
+    if _amp.on:
+        return _amp.run("vecdot", vecdot, (x, y), {"dim": dim, "out": out})
     _check_tensor(x, "vecdot", "x")
     _check_tensor(y, "vecdot", "y")
     if x._data.shape and y._data.shape:
@@ -463,6 +493,8 @@ def vecdot(x, y, *, dim=-1, out=None):
 # -- tensordot, einsum, kron -------------------------------------------------------------------------
 def tensordot(a, b, dims=2, out=None):
     """Contract `dims` dimensions: an int n (last n of a with first n of b) or a pair of lists."""
+    if _amp.on:
+        return _amp.run("tensordot", tensordot, (a, b, dims), {"out": out})
     _check_tensor(a, "tensordot", "a")
     _check_tensor(b, "tensordot", "b")
     if isinstance(dims, Tensor):
@@ -619,6 +651,8 @@ def einsum(*args):
     size-1 broadcasting, and the sublist format `einsum(a, [0, 1], b, [1, 2], [0, 2])`. Computed by
     contracting operands left to right with permute/reshape/matmul/sum, so it is differentiable
     (twice and more)."""
+    if _amp.on and _amp.listed("einsum", args):
+        return _amp.run("einsum", einsum, args)
     if not args:
         raise RuntimeError("einsum(): must specify the equation string and at least one operand")
     if isinstance(args[0], str):
@@ -790,7 +824,8 @@ def _contract(a, la, b, lb, keep):
     n = math.prod(sb[lb.index(l)] for l in b_only)
     a = reshape(a, bsa + (m, kk))
     b = reshape(b, bsb + (kk, n))
-    r = matmul(a, b)
+    # a pair with no summed label is a product, as in PyTorch (so autocast leaves it alone)
+    r = matmul(a, b) if contr else a * b
     bs = broadcast_shapes(bsa, bsb)
     r = reshape(r, bs + tuple(sa[la.index(l)] for l in a_only) + tuple(sb[lb.index(l)] for l in b_only))
     return r, batch + a_only + b_only
@@ -823,6 +858,8 @@ def _movedim_back(x, d):
 
 def linalg_cross(input, other, *, dim=-1, out=None):
     """Cross product of 3-vectors along `dim` (inputs broadcast; same number of dimensions)."""
+    if _amp.on:
+        return _amp.run("cross", linalg_cross, (input, other), {"dim": dim, "out": out})
     _check_tensor(input, "linalg.cross", "input")
     _check_tensor(other, "linalg.cross", "other")
     if input.ndim != other.ndim:
@@ -850,6 +887,8 @@ def linalg_cross(input, other, *, dim=-1, out=None):
 
 def cross(input, other, dim=None, *, out=None):
     """Cross product along `dim`; without `dim`, the first dimension of size 3 (deprecated, like PyTorch)."""
+    if _amp.on:
+        return _amp.run("cross", cross, (input, other, dim), {"out": out})
     _check_tensor(input, "cross", "input")
     _check_tensor(other, "cross", "other")
     if dim is None:
@@ -870,6 +909,8 @@ def cross(input, other, dim=None, *, out=None):
 
 def trace(input):
     """Sum of the main diagonal of a 2-D tensor (integer inputs sum as int64)."""
+    if _amp.on:
+        return _amp.run("trace", trace, (input,))
     _check_tensor(input, "trace", "input")
     if input.ndim != 2:
         raise RuntimeError(f"trace: expected a matrix, but got tensor with dim {input.ndim}")
@@ -885,6 +926,8 @@ def trace(input):
 def inverse(input, *, out=None):
     """Inverse of a square matrix or of a batch of them; raises `LinAlgError` (a RuntimeError)
     when a matrix is singular."""
+    if _amp.on:
+        return _amp.run("inverse", inverse, (input,), {"out": out})
     _check_tensor(input, "inverse", "input")
     _check_square(input, "linalg.inv")
     _check_float(input, "linalg.inv")
@@ -939,6 +982,8 @@ def solve(A, B, *, left=True, out=None):
     """`linalg.solve`: X with A X = B (or X A = B when left=False). A is (*, n, n); B is (*, n, k) or
     a batch of vectors (*, n) (when B is 1-D or has A's shape without the last dimension); batch
     dimensions broadcast. A singular A raises `LinAlgError` (a RuntimeError)."""
+    if _amp.on:
+        return _amp.run("solve", solve, (A, B), {"left": left, "out": out})
     _check_tensor(A, "linalg.solve", "A")
     _check_tensor(B, "linalg.solve", "B")
     _check_square(A, "linalg.solve")
@@ -1137,6 +1182,8 @@ def _ord_name(o):
 def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None, out=None):
     """`linalg.vector_norm`: (sum |x|^ord)^(1/ord) over `dim` (None: all elements); ord may be
     inf / -inf (max / min of |x|) or 0 (the number of non-zeros)."""
+    if _amp.on:
+        return _amp.run("vector_norm", vector_norm, (x, ord, dim, keepdim), {"dtype": dtype, "out": out})
     _check_tensor(x, "linalg.vector_norm", "x")
     if isinstance(ord, str) or not isinstance(ord, numbers.Real) or isinstance(ord, bool):
         raise TypeError(f"linalg_vector_norm(): argument 'ord' must be Number, not {type(ord).__name__}")
@@ -1224,6 +1271,8 @@ def _svdvals_host(x, d0, d1):
 def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None, out=None):
     """`linalg.matrix_norm`: 'fro' (differentiable), 1 / -1 (max / min column |sum|), inf / -inf (rows),
     'nuc' and 2 / -2 (from singular values computed on the host; not differentiable)."""
+    if _amp.on:
+        return _amp.run("matrix_norm", matrix_norm, (A, ord, dim, keepdim), {"dtype": dtype, "out": out})
     _check_tensor(A, "linalg.matrix_norm", "A")
     if A.ndim < 2:
         raise RuntimeError("linalg.matrix_norm: The input tensor A must have at least 2 dimensions.")

@@ -5,7 +5,9 @@ gradients of every order come from those ops.
 """
 from __future__ import annotations
 
+from ..amp.state import state as _amp
 from ._core import Tensor, _gstate, _make, record
+from ._float32 import in_float32
 
 FUNCTIONAL = ["linear", "bilinear"]
 
@@ -15,11 +17,14 @@ def _check(x, name, fn):
         raise TypeError(f"{fn}(): argument '{name}' must be Tensor, not {type(x).__name__}")
 
 
+@in_float32         # bfloat16: the bias is added to the float32 product, one rounding (PyTorch's addmm)
 def linear(input, weight, bias=None):
     """y = input @ weight.T + bias. input (*, in_features), weight (out_features, in_features)
     or (in_features,), bias (out_features,) or None -> (*, out_features).
 
     >>> linear(tensor([[1., 2.]]), tensor([[1., 0.], [0., 1.], [1., 1.]])) -> tensor([[1., 2., 3.]])"""
+    if _amp.on:
+        return _amp.run("linear", linear, (input, weight, bias))
     _check(input, "input", "linear")
     _check(weight, "weight", "linear")
     if bias is not None:
@@ -73,6 +78,8 @@ def bilinear(input1, input2, weight, bias=None):
     """y[..., o] = sum_ij input1[..., i] weight[o, i, j] input2[..., j] + bias[o].
 
     input1 (*, in1), input2 (*, in2) with equal leading dims, weight (out, in1, in2), bias (out,)."""
+    if _amp.on:
+        return _amp.run("bilinear", bilinear, (input1, input2, weight, bias))
     for x, n in ((input1, "input1"), (input2, "input2"), (weight, "weight")):
         _check(x, n, "bilinear")
     if weight.ndim != 3:

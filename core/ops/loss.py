@@ -12,6 +12,7 @@ import warnings
 import numpy as np
 
 from .. import dtypes as _dt
+from ..amp.state import state as _amp
 from ..autograd import grad_mode
 from ._core import Tensor, _gstate, _make, broadcast_shapes, record
 
@@ -93,6 +94,8 @@ def _softplus_neg(x):
 # -- regression losses ------------------------------------------------------------------------------------
 def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
     """Mean (or sum, or elementwise) absolute error |input - target|."""
+    if _amp.on:
+        return _amp.run("l1_loss", l1_loss, (input, target, size_average, reduce, reduction, weight))
     _check_tensor(input, "input", "l1_loss")
     _check_tensor(target, "target", "l1_loss")
     _size_warning(input, target)
@@ -106,6 +109,8 @@ def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", wei
 
 def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
     """Mean (or sum, or elementwise) squared error (input - target)^2."""
+    if _amp.on:
+        return _amp.run("mse_loss", mse_loss, (input, target, size_average, reduce, reduction, weight))
     _check_tensor(input, "input", "mse_loss")
     _check_tensor(target, "target", "mse_loss")
     _size_warning(input, target)
@@ -120,6 +125,9 @@ def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", we
 
 def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mean", beta=1.0):
     """0.5 d^2 / beta where |d| < beta, else |d| - 0.5 beta (d = input - target); beta=0 is L1."""
+    if _amp.on:
+        return _amp.run("smooth_l1_loss", smooth_l1_loss,
+                        (input, target, size_average, reduce, reduction, beta))
     _size_warning(input, target)
     reduction = _resolve(size_average, reduce, reduction)
     _check_reduction(reduction)
@@ -139,6 +147,8 @@ def _where(cond, a, b):
 
 def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
     """0.5 d^2 where |d| < delta, else delta (|d| - 0.5 delta) (d = input - target)."""
+    if _amp.on:
+        return _amp.run("huber_loss", huber_loss, (input, target, reduction, delta, weight))
     _size_warning(input, target)
     _check_reduction(reduction)
     if delta <= 0:
@@ -154,7 +164,7 @@ def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
 def _check_target_dtype(target):
     if target._dtype not in (_dt.int64, _dt.uint8):
         names = {"int32": "Int", "int16": "Short", "int8": "Char", "float32": "Float", "float64": "Double",
-                 "float16": "Half", "bool": "Bool"}
+                 "float16": "Half", "bfloat16": "BFloat16", "bool": "Bool"}
         raise RuntimeError(f"expected target dtype to be Long or Byte, but got "
                            f"{names.get(target._dtype.name, target._dtype.name)}")
     return target if target._dtype is _dt.int64 else target.to(_dt.int64)
@@ -225,6 +235,9 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
     """Negative log likelihood: -weight[t] * input[n, t] for t = target[n] (input holds
     log-probabilities, class dim 1; (C,) input with a 0-d target is one sample). 'mean' is the
     weighted mean over the targets that aren't `ignore_index`."""
+    if _amp.on:
+        return _amp.run("nll_loss", nll_loss,
+                        (input, target, weight, size_average, ignore_index, reduce, reduction))
     _check_tensor(input, "input", "nll_loss")
     _check_tensor(target, "target", "nll_loss")
     reduction = _resolve(size_average, reduce, reduction)
@@ -245,6 +258,10 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
     """log_softmax over the class dim (1; 0 for a (C,) input) followed by nll_loss, or, when target
     has input's shape, the cross entropy with class probabilities -sum_c w_c p_c log q_c.
     label_smoothing mixes the target with the uniform distribution."""
+    if _amp.on:
+        return _amp.run("cross_entropy", cross_entropy,
+                        (input, target, weight, size_average, ignore_index, reduce, reduction,
+                         label_smoothing))
     _check_tensor(input, "input", "cross_entropy")
     _check_tensor(target, "target", "cross_entropy")
     reduction = _resolve(size_average, reduce, reduction)
@@ -302,7 +319,8 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
 
 def _legacy_name(dt):
     return {"int64": "Long", "int32": "Int", "int16": "Short", "int8": "Char", "uint8": "Byte",
-            "bool": "Bool", "float32": "Float", "float64": "Double", "float16": "Half"}.get(dt.name, dt.name)
+            "bool": "Bool", "float32": "Float", "float64": "Double", "float16": "Half",
+            "bfloat16": "BFloat16"}.get(dt.name, dt.name)
 
 
 def poisson_nll_loss(input, target, log_input=True, full=False, size_average=None, eps=1e-8, reduce=None,
@@ -310,6 +328,9 @@ def poisson_nll_loss(input, target, log_input=True, full=False, size_average=Non
     """Poisson negative log likelihood: exp(input) - target * input (log_input), else
     input - target * log(input + eps); `full` adds the Stirling term
     target log target - target + 0.5 log(2 pi target) where target > 1."""
+    if _amp.on:
+        return _amp.run("poisson_nll_loss", poisson_nll_loss,
+                        (input, target, log_input, full, size_average, eps, reduce, reduction))
     reduction = _resolve(size_average, reduce, reduction)
     _check_reduction(reduction)
     if log_input:
@@ -355,6 +376,9 @@ def gaussian_nll_loss(input, target, var, full=False, eps=1e-6, reduction="mean"
 def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=None, reduction="mean"):
     """-weight * (t log x + (1 - t) log(1 - x)), each log clamped to >= -100 (like PyTorch).
     Gradient w.r.t. x: weight (x - t) / max(x (1 - x), 1e-12)."""
+    if _amp.on:
+        return _amp.run("binary_cross_entropy", binary_cross_entropy,
+                        (input, target, weight, size_average, reduce, reduction))
     reduction = _resolve(size_average, reduce, reduction)
     _check_reduction(reduction)
     _same_size(input, target)
@@ -396,6 +420,9 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
                                      reduction="mean", pos_weight=None):
     """BCE of sigmoid(input) computed stably: (1 - t) x + (1 + (pos_weight - 1) t) softplus(-x),
     with softplus(-x) = max(-x, 0) + log(1 + exp(-|x|))."""
+    if _amp.on:
+        return _amp.run("binary_cross_entropy_with_logits", binary_cross_entropy_with_logits,
+                        (input, target, weight, size_average, reduce, reduction, pos_weight))
     reduction = _resolve(size_average, reduce, reduction)
     _check_reduction(reduction)
     if tuple(target.shape) != tuple(input.shape):
@@ -415,6 +442,8 @@ def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_
     """Pointwise KL divergence target (log target - input) (input: log-probabilities; with
     log_target the target is given as log-probabilities too). reduction 'batchmean' divides the
     sum by the batch size (the mathematically correct KL); 'mean' divides by the element count."""
+    if _amp.on:
+        return _amp.run("kl_div", kl_div, (input, target, size_average, reduce, reduction, log_target))
     if size_average is not None or reduce is not None:
         reduction = _legacy_reduction(size_average, reduce)
     elif reduction == "mean":
@@ -440,6 +469,9 @@ def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_
 # -- embedding / ranking losses -----------------------------------------------------------------------------
 def margin_ranking_loss(input1, input2, target, margin=0.0, size_average=None, reduce=None, reduction="mean"):
     """max(0, -target (input1 - input2) + margin); target holds 1 or -1."""
+    if _amp.on:
+        return _amp.run("margin_ranking_loss", margin_ranking_loss,
+                        (input1, input2, target, margin, size_average, reduce, reduction))
     reduction = _resolve(size_average, reduce, reduction)
     _check_reduction(reduction)
     if not (input1.ndim == input2.ndim == target.ndim):
@@ -451,6 +483,9 @@ def margin_ranking_loss(input1, input2, target, margin=0.0, size_average=None, r
 
 def hinge_embedding_loss(input, target, margin=1.0, size_average=None, reduce=None, reduction="mean"):
     """input where target == 1, max(0, margin - input) where target == -1."""
+    if _amp.on:
+        return _amp.run("hinge_embedding_loss", hinge_embedding_loss,
+                        (input, target, margin, size_average, reduce, reduction))
     reduction = _resolve(size_average, reduce, reduction)
     _check_reduction(reduction)
     margin_clamp = (margin - input).clamp(min=0)
@@ -461,6 +496,9 @@ def hinge_embedding_loss(input, target, margin=1.0, size_average=None, reduce=No
 
 def soft_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
     """log(1 + exp(-target * input)) (two-class logistic loss), computed stably."""
+    if _amp.on:
+        return _amp.run("soft_margin_loss", soft_margin_loss,
+                        (input, target, size_average, reduce, reduction))
     reduction = _resolve(size_average, reduce, reduction)
     _check_reduction(reduction)
     _size_warning(input, target)
@@ -471,6 +509,9 @@ def cosine_embedding_loss(input1, input2, target, margin=0.0, size_average=None,
                           reduction="mean"):
     """1 - cos(x1, x2) where target == 1, max(0, cos(x1, x2) - margin) where target == -1
     (cosine along dim 1 of (N, D) inputs, or dim 0 of (D,) inputs)."""
+    if _amp.on:
+        return _amp.run("cosine_embedding_loss", cosine_embedding_loss,
+                        (input1, input2, target, margin, size_average, reduce, reduction))
     reduction = _resolve(size_average, reduce, reduction)
     _check_reduction(reduction)
     if input1.ndim != input2.ndim:
@@ -501,6 +542,9 @@ def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-6, s
                         reduce=None, reduction="mean"):
     """max(d(a, p) - d(a, n) + margin, 0) with d the pairwise p-norm distance (swap: use
     min(d(a, n), d(p, n)) as the negative distance)."""
+    if _amp.on:
+        return _amp.run("triplet_margin_loss", triplet_margin_loss,
+                        (anchor, positive, negative, margin, p, eps, swap, size_average, reduce, reduction))
     reduction = _resolve(size_average, reduce, reduction)
     _check_reduction(reduction)
     a, pz, n = anchor.ndim, positive.ndim, negative.ndim
@@ -534,6 +578,9 @@ def triplet_margin_with_distance_loss(anchor, positive, negative, *, distance_fu
 def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
     """sum over targets j and non-targets i of max(0, 1 - (x[y_j] - x[i])) / C; each row of target
     lists class indices, ended by the first -1."""
+    if _amp.on:
+        return _amp.run("multilabel_margin_loss", multilabel_margin_loss,
+                        (input, target, size_average, reduce, reduction))
     reduction = _resolve(size_average, reduce, reduction)
     _check_reduction(reduction)
     squeeze = input.ndim <= 1
@@ -579,6 +626,9 @@ def multilabel_soft_margin_loss(input, target, weight=None, size_average=None, r
 def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=None, reduce=None,
                       reduction="mean"):
     """sum_{i != y} max(0, margin - x[y] + x[i])^p / C (weighted by weight[y])."""
+    if _amp.on:
+        return _amp.run("multi_margin_loss", multi_margin_loss,
+                        (input, target, p, margin, weight, size_average, reduce, reduction))
     reduction = _resolve(size_average, reduce, reduction)
     _check_reduction(reduction)
     if p not in (1, 2):

@@ -15,8 +15,10 @@ from __future__ import annotations
 
 import numbers
 
+from ..amp.state import state as _amp
 from ..autograd import grad_mode
 from ._core import Tensor, _gstate, _make, cast_data, check_same_device, grad_for, record
+from ._float32 import in_float32
 
 
 def _numel(shape):
@@ -215,9 +217,12 @@ def _trailing_shape(input, normalized_shape, what, star, params):
     return ns, shape
 
 
+@in_float32         # bfloat16: normalized, scaled and shifted in float32, rounded once (PyTorch's kernels)
 def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
     """Normalize over the last len(normalized_shape) dims (each sample on its own), then apply the
     elementwise affine weight and bias (of shape normalized_shape)."""
+    if _amp.on:
+        return _amp.run("layer_norm", layer_norm, (input, normalized_shape, weight, bias, eps))
     ns, shape = _trailing_shape(input, normalized_shape, "layer_norm", "*, ", ((weight, "weight"), (bias, "bias")))
     k = len(ns)
     lead = _numel(shape[:len(shape) - k])
@@ -228,6 +233,7 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
     return _affine(y, weight, bias, ns)
 
 
+@in_float32         # (eps None: float32's for bfloat16, as PyTorch's fused kernel)
 def rms_norm(input, normalized_shape, weight=None, eps=None):
     """x / sqrt(mean(x^2) + eps) over the last len(normalized_shape) dims, times weight; eps None:
     the dtype's machine epsilon (as PyTorch)."""
@@ -241,9 +247,12 @@ def rms_norm(input, normalized_shape, weight=None, eps=None):
     return y if weight is None else y * weight
 
 
+@in_float32
 def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
     """Split the channels (dim 1) into num_groups groups; normalize each sample's group, then apply
     the per-channel affine weight and bias."""
+    if _amp.on:
+        return _amp.run("group_norm", group_norm, (input, num_groups, weight, bias, eps))
     _check_float(input, "group_norm")
     shape = tuple(input.shape)
     if len(shape) < 2:
@@ -264,6 +273,8 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
 
 def local_response_norm(input, size, alpha=1e-4, beta=0.75, k=1.0):
     """x / (k + alpha * mean of x^2 over `size` neighbouring channels) ** beta (zero-padded)."""
+    if _amp.on:
+        return _amp.run("local_response_norm", local_response_norm, (input, size, alpha, beta, k))
     _check_float(input, "local_response_norm")
     if input.ndim < 3:
         raise ValueError(f"Expected 3D or higher dimensionality input (got {input.ndim} dimensions)")

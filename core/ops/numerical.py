@@ -21,6 +21,7 @@ import warnings
 import numpy as np
 
 from .. import dtypes as _dt
+from ..amp.state import state as _amp
 from ..autograd.grad_mode import no_grad
 from ._core import (Size, Tensor, _gstate, _make, broadcast_shapes as _bshapes, check_inplace,
                     check_same_device, commit_inplace, grad_for, record, snapshot, wrap_dim)
@@ -652,11 +653,17 @@ def quantile(input, q, dim=None, keepdim=False, *, interpolation="linear", out=N
     """The q-th quantiles (q a number or a 1-d tensor in [0, 1]) along `dim` (None: all elements);
     a tensor q adds a leading dimension. interpolation between neighbouring order statistics:
     linear, lower, higher, midpoint or nearest. A slice containing NaN gives NaN."""
+    if _amp.on:
+        return _amp.run("quantile", quantile, (input, q, dim, keepdim),
+                        {"interpolation": interpolation, "out": out})
     return _quantile(input, q, dim, keepdim, interpolation, out, False)
 
 
 def nanquantile(input, q, dim=None, keepdim=False, *, interpolation="linear", out=None):
     """quantile ignoring NaN values (a slice of NaN only gives NaN)."""
+    if _amp.on:
+        return _amp.run("nanquantile", nanquantile, (input, q, dim, keepdim),
+                        {"interpolation": interpolation, "out": out})
     return _quantile(input, q, dim, keepdim, interpolation, out, True)
 
 
@@ -760,6 +767,8 @@ def cdist(x1, x2, p=2.0, compute_mode="use_mm_for_euclid_dist_if_necessary"):
     dimensions broadcast: shape (..., P, R). For p = 2, compute_mode selects PyTorch's faster
     matrix-product formulation (used when P or R exceeds 25 by default), which loses precision for
     nearby points; otherwise the differences are reduced directly."""
+    if _amp.on:
+        return _amp.run("cdist", cdist, (x1, x2, p, compute_mode))
     if compute_mode not in _CDIST_MODES:
         raise ValueError(f"{compute_mode} is not a valid value for compute_mode")
     _need(x1, "cdist", "x1")
@@ -772,8 +781,9 @@ def cdist(x1, x2, p=2.0, compute_mode="use_mm_for_euclid_dist_if_necessary"):
     for name, t in (("X1", x1), ("X2", x2)):
         if t._dtype.category != 2:
             raise RuntimeError(f"cdist only supports floating-point dtypes, {name} got: {_label(t._dtype)}")
-    if x1._dtype is _dt.float16 or x2._dtype is _dt.float16:
-        raise NotImplementedError("\"cdist\" not implemented for 'Half'")
+    for t in (x1, x2):
+        if t._dtype is _dt.float16 or t._dtype is _dt.bfloat16:
+            raise NotImplementedError(f"\"cdist\" not implemented for '{_label(t._dtype)}'")
     if x1._dtype is not x2._dtype:
         raise RuntimeError(f"expected scalar type {_label(x1._dtype)} but found {_label(x2._dtype)}")
     check_same_device(x1, x2)
@@ -795,6 +805,8 @@ def cdist(x1, x2, p=2.0, compute_mode="use_mm_for_euclid_dist_if_necessary"):
 
 def dist(input, other, p=2):
     """The p-norm of input - other (broadcast), a 0-d tensor."""
+    if _amp.on:
+        return _amp.run("dist", dist, (input, other, p))
     _need(input, "dist")
     _need(other, "dist", "other")
     p = float(_real_arg(p, "dist", "p"))
@@ -809,6 +821,8 @@ def dist(input, other, p=2):
 def renorm(input, p, dim, maxnorm, *, out=None):
     """input with every slice along `dim` whose p-norm exceeds `maxnorm` scaled down to norm
     maxnorm (by maxnorm / (norm + 1e-7), as PyTorch)."""
+    if _amp.on:
+        return _amp.run("renorm", renorm, (input, p, dim, maxnorm), {"out": out})
     _need(input, "renorm")
     p = float(_real_arg(p, "renorm", "p"))
     maxnorm = float(_real_arg(maxnorm, "renorm", "maxnorm"))

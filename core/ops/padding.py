@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import dtypes as _dt
+from ..amp.state import state as _amp
 from ._core import Tensor, _gstate, _make, record
 
 _MODES = ("constant", "reflect", "replicate", "circular")
@@ -138,6 +139,9 @@ def pad(input, pad, mode="constant", value=None):
     the last dimension: pad(x, (1, 1, 2, 0)) pads the last dim by 1 on both sides and the one before
     by 2 at the front. mode: 'constant' (fill with value, default 0), 'reflect' (mirror without
     repeating the edge), 'replicate' (repeat the edge), 'circular' (wrap around)."""
+    if _amp.on and mode in _AUTOCAST_NAMES:      # PyTorch's kernels reflection_pad1d, replication_pad3d, ...
+        n = len(pad) // 2 if isinstance(pad, (list, tuple)) else 0
+        return _amp.run(f"{_AUTOCAST_NAMES[mode]}_pad{n}d", _pad, (input, pad, mode, value))
     pad = _check_pad(input, pad)
     if mode not in _MODES:
         raise NotImplementedError(f"Unrecognised padding mode {mode}")
@@ -148,5 +152,8 @@ def pad(input, pad, mode="constant", value=None):
         raise RuntimeError(f'Padding mode "{mode}" doesn\'t take in value argument')
     return _indexed(input, widths, mode)
 
+
+_pad = pad
+_AUTOCAST_NAMES = {"reflect": "reflection", "replicate": "replication"}
 
 FUNCTIONAL = ["pad"]

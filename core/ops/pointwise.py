@@ -8,9 +8,12 @@ from __future__ import annotations
 import math
 
 from .. import dtypes as _dt
+from ..amp.state import state as _amp
 from ..autograd.grad_mode import no_grad as _no_grad
 from ._core import (Tensor, _gstate, _make, broadcast_shapes, check_cast, check_inplace, commit_inplace,
                     grad_for, is_scalar, prep_binary, record, snapshot, zeros_like_grad)
+from .complex import cj, not_for_complex, real as _real, sgn
+from ._float32 import in_float32, round_scalar
 
 # -- binary ------------------------------------------------------------------------------------
 
@@ -24,9 +27,15 @@ def _rg(x):
     return x.__class__ is Tensor and x._rg or isinstance(x, Tensor) and x._rg
 
 
+def _both_bfloat16(a, b):
+    return getattr(a, "_dtype", None) is _dt.bfloat16 and getattr(b, "_dtype", None) is _dt.bfloat16
+
+
 def add(input, other, *, alpha=1, out=None):
     """input + alpha * other, broadcast. >>> add(tensor([1., 2.]), 1) -> tensor([2., 3.])"""
     if alpha != 1:
+        if _both_bfloat16(input, other):    # PyTorch: alpha in bfloat16, x + alpha * y in float32, one rounding
+            return _out(add(input.float(), other.float(), alpha=round_scalar(alpha)).to(_dt.bfloat16), out)
         other = mul(other, alpha)
     r = _binary("add", input, other)
     if _gstate.enabled and (_rg(input) or _rg(other)):
@@ -41,6 +50,8 @@ def sub(input, other, *, alpha=1, out=None):
         raise RuntimeError("Subtraction, the `-` operator, with two bool tensors is not supported. "
                            "Use the `^` or `logical_xor()` operator instead.")
     if alpha != 1:
+        if _both_bfloat16(input, other):
+            return _out(sub(input.float(), other.float(), alpha=round_scalar(alpha)).to(_dt.bfloat16), out)
         other = mul(other, alpha)
     r = _binary("sub", input, other)
     if _gstate.enabled and (_rg(input) or _rg(other)):
@@ -53,8 +64,8 @@ def mul(input, other, *, out=None):
     r = _binary("mul", input, other)
     if _gstate.enabled and (_rg(input) or _rg(other)):
         a, b = input, other
-        record("MulBackward0", r, _tensors(a, b), lambda g: _grads2(g, a, b, lambda: g * b, lambda: g * a),
-               saved=_tensors(a, b))
+        record("MulBackward0", r, _tensors(a, b),
+               lambda g: _grads2(g, a, b, lambda: g * _cjs(b), lambda: g * _cjs(a)), saved=_tensors(a, b))
     return _out(r, out)
 
 
@@ -64,10 +75,13 @@ def div(input, other, *, rounding_mode=None, out=None):
         if _gstate.enabled and (_rg(input) or _rg(other)):
             a, b = input, other
             record("DivBackward0", r, _tensors(a, b),
-                   lambda g: _grads2(g, a, b, lambda: g / b, lambda: -g * a / (b * b)), saved=_tensors(a, b))
+                   lambda g: _grads2(g, a, b, lambda: g / _cjs(b), lambda: -g * _cjs(a / (b * b))),
+                   saved=_tensors(a, b))
         return _out(r, out)
     if rounding_mode == "trunc":
         ad, bd, dt, k, dev = prep_binary(input, other)
+        if dt.category == 3:
+            raise not_for_complex("div_trunc_cpu", dt)
         if dt.category == 2:
             r = _make(k["trunc"](k["div"](ad, bd)), dt, k, dev)
         else:
@@ -97,6 +111,8 @@ def _check_int_div(k, bd):
 def floor_divide(input, other, *, out=None):
     ad, bd, dt, k, dev = prep_binary(input, other)
     if dt.category != 2:
+        if dt.category == 3:
+            raise not_for_complex("div_floor_cpu", dt)
         _check_int_div(k, bd)
     r = _make(k["floor_divide"](ad, bd), dt, k, dev)
     return _out(_zero_grad_op("FloorDivideBackward0", r, input, other), out)
@@ -105,6 +121,8 @@ def floor_divide(input, other, *, out=None):
 def remainder(input, other, *, out=None):
     ad, bd, dt, k, dev = prep_binary(input, other)
     if dt.category != 2:
+        if dt.category == 3:
+            raise not_for_complex("remainder_cpu", dt)
         _check_int_div(k, bd)
     r = _make(k["remainder"](ad, bd), dt, k, dev)
     if _gstate.enabled and (_rg(input) or _rg(other)):
@@ -117,6 +135,8 @@ def remainder(input, other, *, out=None):
 def fmod(input, other, *, out=None):
     ad, bd, dt, k, dev = prep_binary(input, other)
     if dt.category != 2:
+        if dt.category == 3:
+            raise not_for_complex("fmod_cpu", dt)
         _check_int_div(k, bd)
     r = _make(k["fmod"](ad, bd), dt, k, dev)
     if _gstate.enabled and (_rg(input) or _rg(other)):
@@ -128,6 +148,8 @@ def fmod(input, other, *, out=None):
 
 
 def pow(input, exponent, *, out=None):
+    if _amp.on:
+        return _amp.run("pow", pow, (input, exponent), {"out": out})
     ad, bd, dt, k, dev = prep_binary(input, exponent)
     if dt.category == 1:
         negative = (bd < 0) if isinstance(bd, (bool, int)) else _any_true(k, k["lt"](bd, 0))
@@ -138,26 +160,42 @@ def pow(input, exponent, *, out=None):
         a, b = input, exponent
         if not isinstance(b, Tensor):
             record("PowBackward0", r, (a,),
-                   lambda g: (grad_for(g * b * a.pow(b - 1), a) if b != 0 else zeros_like_grad(a),),
+                   lambda g: (grad_for(g * cj(b * a.pow(b - 1)), a) if b != 0 else zeros_like_grad(a),),
                    saved=(a,))
         else:
             def vjp(g):
                 ga = gb = None
                 if _rg(a):
-                    ga = grad_for(where(b == 0, 0.0, g * b * pow(a, b - 1)), a)
+                    ga = grad_for(where(b == 0, 0.0, g * _cjs(b * pow(a, b - 1))), a)
                 if b._rg:
-                    # d/db a^b = a^b log a, defined as 0 where a == 0 and b >= 0
-                    safe = where((a == 0) & (b >= 0), 1.0, a) if isinstance(a, Tensor) else a
-                    lg = log(safe) if isinstance(safe, Tensor) else math.log(safe) if safe > 0 else float("nan")
-                    gb = grad_for(g * pow(a, b) * lg, b)
+                    # d/db a^b = a^b log a, defined as 0 where a == 0 and b >= 0 (Re(b) for complex b)
+                    safe = where((a == 0) & (_real(b) >= 0), 1.0, a) if isinstance(a, Tensor) else a
+                    lg = log(safe) if isinstance(safe, Tensor) else _log_scalar(safe)
+                    gb = grad_for(g * cj(pow(a, b) * lg), b)
                 return _pair(a, b, ga, gb)
             record("PowBackward1", r, _tensors(a, b), vjp, saved=_tensors(a, b))
     return _out(r, out)
 
 
+def _log_scalar(v):
+    if isinstance(v, complex):
+        import cmath
+        return cmath.log(v) if v != 0 else float("nan")
+    return math.log(v) if v > 0 else float("nan")
+
+
+def _cjs(x):
+    """The conjugate of a tensor or a Python number (free for real ones)."""
+    if isinstance(x, Tensor):
+        return cj(x)
+    return x.conjugate() if isinstance(x, complex) else x
+
+
 def float_power(input, exponent):
-    a = input.to(_dt.float64) if isinstance(input, Tensor) else float(input)
-    b = exponent.to(_dt.float64) if isinstance(exponent, Tensor) else float(exponent)
+    cx = any(isinstance(v, complex) or isinstance(v, Tensor) and v._dtype.category == 3 for v in (input, exponent))
+    wide = _dt.complex128 if cx else _dt.float64
+    a = input.to(wide) if isinstance(input, Tensor) else (complex(input) if cx else float(input))
+    b = exponent.to(wide) if isinstance(exponent, Tensor) else (complex(exponent) if cx else float(exponent))
     return pow(a, b)
 
 
@@ -165,9 +203,15 @@ def _tie_split(mask_gt, eq):
     return mask_gt.to(_dt.get_default_dtype()) + 0.5 * eq.to(_dt.get_default_dtype())
 
 
+def _no_complex_pair(name, a, b):
+    if a._dtype.category == 3 or b._dtype.category == 3:
+        raise RuntimeError(f"{name} not implemented for complex tensors.")
+
+
 def maximum(input, other, *, out=None):
     if not isinstance(other, Tensor):
         raise TypeError("maximum(): argument 'other' must be Tensor")
+    _no_complex_pair("maximum", input, other)
     r = _binary("maximum", input, other)
     if _gstate.enabled and (input._rg or other._rg):
         a, b = input, other
@@ -182,6 +226,7 @@ def maximum(input, other, *, out=None):
 def minimum(input, other, *, out=None):
     if not isinstance(other, Tensor):
         raise TypeError("minimum(): argument 'other' must be Tensor")
+    _no_complex_pair("minimum", input, other)
     r = _binary("minimum", input, other)
     if _gstate.enabled and (input._rg or other._rg):
         a, b = input, other
@@ -195,16 +240,23 @@ def minimum(input, other, *, out=None):
 
 def fmax(input, other):
     """Elementwise maximum that ignores NaN when the other value is a number."""
+    _no_complex_pair("fmax", input, other if isinstance(other, Tensor) else input)
     return where(isnan(other) | (input >= other), input, other)
 
 
 def fmin(input, other):
     """Elementwise minimum that ignores NaN when the other value is a number."""
+    _no_complex_pair("fmin", input, other if isinstance(other, Tensor) else input)
     return where(isnan(other) | (input <= other), input, other)
 
 
 def atan2(input, other, *, out=None):
-    r = _binary("atan2", input, other, float_result=True)
+    if _amp.on:
+        return _amp.run("atan2", atan2, (input, other), {"out": out})
+    ad, bd, dt, k, dev = prep_binary(input, other, True)
+    if dt.category == 3:
+        raise not_for_complex("atan2_cpu", dt)
+    r = _make(k["atan2"](ad, bd), dt, k, dev)
     if _gstate.enabled and (_rg(input) or _rg(other)):
         a, b = input, other
 
@@ -266,13 +318,17 @@ def _out(r, out):
 
 
 # -- comparisons, logical and bitwise (no gradient) -----------------------------------------------
-def _nograd_binary(kname, doc, int_only=False, logical=False):
+def _nograd_binary(kname, doc, int_only=False, logical=False, ordered=False):
+    cname = {"left_shift": "lshift_cpu", "right_shift": "rshift_cpu"}.get(kname, kname + "_cpu")
+
     def op(input, other, *, out=None):
         if logical:
             ad, bd, dt, k, dev = prep_binary(input, other)
             r = _make(k[kname](ad, bd), _dt.bool_, k, dev)
             return _out(r, out)
         ad, bd, dt, k, dev = prep_binary(input, other)
+        if (ordered or int_only) and dt.category == 3:
+            raise not_for_complex(cname, dt)       # complex numbers have no order, and no bits
         if int_only and dt.category == 2:
             raise RuntimeError(f"\"{kname}\" is only supported for integer and bool tensors, got {dt!r}")
         r = _make(k[kname](ad, bd), _dt.bool_ if not int_only else dt, k, dev)
@@ -284,10 +340,10 @@ def _nograd_binary(kname, doc, int_only=False, logical=False):
 
 eq = _nograd_binary("eq", "Elementwise ==, as a bool tensor.")
 ne = _nograd_binary("ne", "Elementwise !=, as a bool tensor.")
-lt = _nograd_binary("lt", "Elementwise <, as a bool tensor.")
-le = _nograd_binary("le", "Elementwise <=, as a bool tensor.")
-gt = _nograd_binary("gt", "Elementwise >, as a bool tensor.")
-ge = _nograd_binary("ge", "Elementwise >=, as a bool tensor.")
+lt = _nograd_binary("lt", "Elementwise <, as a bool tensor.", ordered=True)
+le = _nograd_binary("le", "Elementwise <=, as a bool tensor.", ordered=True)
+gt = _nograd_binary("gt", "Elementwise >, as a bool tensor.", ordered=True)
+ge = _nograd_binary("ge", "Elementwise >=, as a bool tensor.", ordered=True)
 less, less_equal, greater, greater_equal, not_equal = lt, le, gt, ge, ne
 logical_and = _nograd_binary("logical_and", "Elementwise logical and.", logical=True)
 logical_or = _nograd_binary("logical_or", "Elementwise logical or.", logical=True)
@@ -306,7 +362,7 @@ def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
             raise TypeError(f"isclose(): argument 'other' (position 2) must be Tensor, not {type(other).__name__}")
         other = _full_like(input, other)
     same = eq(input, other)
-    if input._dtype.category != 2 and other._dtype.category != 2:
+    if input._dtype.category < 2 and other._dtype.category < 2:
         return same
     with _no_grad():
         diff = abs(sub(input, other))
@@ -332,18 +388,27 @@ def equal(input, other) -> bool:
 
 
 # -- unary -----------------------------------------------------------------------------------------
-def _unary(kname, name, grad_rule=None, float_only=False, saves="x", zero_grad=False, int_ok=True):
-    """Build a unary op. grad_rule(g, x, y) -> input grad, written in Tensor ops."""
+def _unary(kname, name, grad_rule=None, float_only=False, saves="x", zero_grad=False, int_ok=True,
+           no_complex=None, autocast=False):
+    """Build a unary op. grad_rule(g, x, y) -> input grad, written in Tensor ops (conjugating f'(x),
+    so it holds for complex x too). no_complex: PyTorch's message for complex inputs ('{}' -> the
+    dtype's C++ name), when the op has no complex version. autocast: the op is on an autocast list."""
     def op(input, *, out=None):
+        if autocast and _amp.on:
+            return _amp.run(kname, op, (input,), {"out": out})
         k = input._k
         dt = input._dtype
         data = input._data
-        if float_only and dt.category != 2:
-            dt = _dt._default[0]
-            data = k["astype"](data, dt.name)
-        elif not int_ok and dt.category != 2:
-            raise RuntimeError(f"{kname}(): expected a floating-point tensor, got {dt!r}")
-        r = _make(k[kname](data), dt, k, input._dev)
+        if dt.category != 2:
+            if dt.category == 3:
+                if no_complex is not None:
+                    raise NotImplementedError(no_complex.format(_CNAMES[dt.name]))
+            elif float_only:
+                dt = _dt._default[0]
+                data = k["astype"](data, dt.name)
+            elif not int_ok:
+                raise RuntimeError(f"{kname}(): expected a floating-point tensor, got {dt!r}")
+        r = _make(k[kname](data), dt if kname != "abs" or dt.category != 3 else dt.to_real(), k, input._dev)
         if input._rg and _gstate.enabled:
             x = input
             if zero_grad:
@@ -359,33 +424,43 @@ def _unary(kname, name, grad_rule=None, float_only=False, saves="x", zero_grad=F
 
 
 _SQRT_PI = math.sqrt(math.pi)
+_CNAMES = {"complex64": "ComplexFloat", "complex128": "ComplexDouble"}
+_NO_VML = '"{kernel}" not implemented for \'{{}}\''
 neg = _unary("neg", "NegBackward0", lambda g, x, y: -g, saves=None)
 negative = neg
-abs = _unary("abs", "AbsBackward0", lambda g, x, y: g * x.sign())
+abs = _unary("abs", "AbsBackward0", lambda g, x, y: g * sgn(x))
 absolute = abs
-sign = _unary("sign", "SignBackward0", zero_grad=True)
-exp = _unary("exp", "ExpBackward0", lambda g, x, y: g * y, float_only=True, saves="y")
-log = _unary("log", "LogBackward0", lambda g, x, y: g / x, float_only=True)
-sqrt = _unary("sqrt", "SqrtBackward0", lambda g, x, y: g / (2 * y), float_only=True, saves="y")
-sin = _unary("sin", "SinBackward0", lambda g, x, y: g * x.cos(), float_only=True)
-cos = _unary("cos", "CosBackward0", lambda g, x, y: -g * x.sin(), float_only=True)
-tan = _unary("tan", "TanBackward0", lambda g, x, y: g * (1 + y * y), float_only=True, saves="y")
-tanh = _unary("tanh", "TanhBackward0", lambda g, x, y: g * (1 - y * y), float_only=True, saves="y")
-sigmoid = _unary("sigmoid", "SigmoidBackward0", lambda g, x, y: g * y * (1 - y), float_only=True, saves="y")
-erf = _unary("erf", "ErfBackward0", lambda g, x, y: g * (2 / _SQRT_PI) * (-(x * x)).exp(), float_only=True)
-log1p = _unary("log1p", "Log1PBackward0", lambda g, x, y: g / (1 + x), float_only=True)
-expm1 = _unary("expm1", "Expm1Backward0", lambda g, x, y: g * (y + 1), float_only=True, saves="y")
-sinh = _unary("sinh", "SinhBackward0", lambda g, x, y: g * x.cosh(), float_only=True)
-cosh = _unary("cosh", "CoshBackward0", lambda g, x, y: g * x.sinh(), float_only=True)
-asin = _unary("asin", "AsinBackward0", lambda g, x, y: g / (1 - x * x).sqrt(), float_only=True)
-acos = _unary("acos", "AcosBackward0", lambda g, x, y: -g / (1 - x * x).sqrt(), float_only=True)
-atan = _unary("atan", "AtanBackward0", lambda g, x, y: g / (1 + x * x), float_only=True)
+sign = _unary("sign", "SignBackward0", zero_grad=True,
+              no_complex="Unlike NumPy, torch.sign is not intended to support complex numbers. Please use "
+                         "torch.sgn instead.")
+exp = _unary("exp", "ExpBackward0", lambda g, x, y: g * cj(y), float_only=True, saves="y", autocast=True)
+log = _unary("log", "LogBackward0", lambda g, x, y: g / cj(x), float_only=True, autocast=True)
+sqrt = _unary("sqrt", "SqrtBackward0", lambda g, x, y: g / (2 * cj(y)), float_only=True, saves="y")
+sin = _unary("sin", "SinBackward0", lambda g, x, y: g * cj(x.cos()), float_only=True)
+cos = _unary("cos", "CosBackward0", lambda g, x, y: -g * cj(x.sin()), float_only=True)
+tan = _unary("tan", "TanBackward0", lambda g, x, y: g * cj(1 + y * y), float_only=True, saves="y",
+             autocast=True)
+tanh = _unary("tanh", "TanhBackward0", lambda g, x, y: g * cj(1 - y * y), float_only=True, saves="y")
+sigmoid = _unary("sigmoid", "SigmoidBackward0", lambda g, x, y: g * cj(y * (1 - y)), float_only=True, saves="y")
+erf = _unary("erf", "ErfBackward0", lambda g, x, y: g * (2 / _SQRT_PI) * (-(x * x)).exp(), float_only=True,
+             no_complex=_NO_VML.format(kernel="erf_vml_cpu"))
+log1p = _unary("log1p", "Log1PBackward0", lambda g, x, y: g / cj(1 + x), float_only=True, autocast=True)
+expm1 = _unary("expm1", "Expm1Backward0", lambda g, x, y: g * cj(y + 1), float_only=True, saves="y",
+               autocast=True)
+sinh = _unary("sinh", "SinhBackward0", lambda g, x, y: g * cj(x.cosh()), float_only=True, autocast=True)
+cosh = _unary("cosh", "CoshBackward0", lambda g, x, y: g * cj(x.sinh()), float_only=True, autocast=True)
+asin = _unary("asin", "AsinBackward0", lambda g, x, y: g / cj((1 - x * x).sqrt()), float_only=True,
+              autocast=True)
+acos = _unary("acos", "AcosBackward0", lambda g, x, y: -g / cj((1 - x * x).sqrt()), float_only=True,
+              autocast=True)
+atan = _unary("atan", "AtanBackward0", lambda g, x, y: g / cj(1 + x * x), float_only=True)
 arcsin, arccos, arctan = asin, acos, atan
-floor = _unary("floor", "FloorBackward0", zero_grad=True)
-ceil = _unary("ceil", "CeilBackward0", zero_grad=True)
-trunc = _unary("trunc", "TruncBackward0", zero_grad=True)
+floor = _unary("floor", "FloorBackward0", zero_grad=True, no_complex="floor is not supported for complex inputs")
+ceil = _unary("ceil", "CeilBackward0", zero_grad=True, no_complex="ceil is not supported for complex inputs")
+trunc = _unary("trunc", "TruncBackward0", zero_grad=True, no_complex="trunc is not supported for complex inputs")
 fix = trunc
-_round_half_even = _unary("round", "RoundBackward0", zero_grad=True)
+_round_half_even = _unary("round", "RoundBackward0", zero_grad=True,
+                          no_complex=_NO_VML.format(kernel="round_vml_cpu"))
 
 
 def round(input, *, decimals=0, out=None):
@@ -401,34 +476,41 @@ def logical_not(input, *, out=None):
 
 
 def bitwise_not(input, *, out=None):
+    if input._dtype.category == 3:
+        raise not_for_complex("bitwise_not_cpu", input._dtype)
     if input._dtype.category == 2:
         raise RuntimeError(f"bitwise_not is only supported for integer and bool tensors, got {input._dtype!r}")
     return _out(_make(input._k["bitwise_not"](input._data), input._dtype, input._k, input._dev), out)
 
 
 def isnan(input):
-    if input._dtype.category != 2:
+    if input._dtype.category < 2:
         return _make(input._k["full"](input._data.shape, False, "bool"), _dt.bool_, input._k, input._dev)
     return _make(input._k["isnan"](input._data), _dt.bool_, input._k, input._dev)
 
 
 def isinf(input):
-    if input._dtype.category != 2:
+    if input._dtype.category < 2:
         return _make(input._k["full"](input._data.shape, False, "bool"), _dt.bool_, input._k, input._dev)
     return _make(input._k["isinf"](input._data), _dt.bool_, input._k, input._dev)
 
 
 def isfinite(input):
-    if input._dtype.category != 2:
+    if input._dtype.category < 2:
         return _make(input._k["full"](input._data.shape, True, "bool"), _dt.bool_, input._k, input._dev)
     return _make(input._k["isfinite"](input._data), _dt.bool_, input._k, input._dev)
 
 
 def reciprocal(input):
+    if _amp.on:
+        return _amp.run("reciprocal", reciprocal, (input,))
     return div(1.0, input)
 
 
+@in_float32         # bfloat16: one rounding of the float32 value, as PyTorch's kernel (also log2 ... addcdiv)
 def rsqrt(input):
+    if _amp.on:
+        return _amp.run("rsqrt", rsqrt, (input,))
     return reciprocal(sqrt(input))
 
 
@@ -436,11 +518,17 @@ def square(input):
     return mul(input, input)
 
 
+@in_float32
 def log2(input):
+    if _amp.on:
+        return _amp.run("log2", log2, (input,))
     return log(input) / math.log(2.0)
 
 
+@in_float32
 def log10(input):
+    if _amp.on:
+        return _amp.run("log10", log10, (input,))
     return log(input) / math.log(10.0)
 
 
@@ -449,6 +537,8 @@ def exp2(input):
 
 
 def frac(input):
+    if input._dtype.category == 3:
+        raise not_for_complex("frac_cpu", input._dtype)
     return input - trunc(input)
 
 
@@ -456,6 +546,8 @@ def relu(input):
     """max(x, 0) in one pass; the gradient passes where the output is positive."""
     if input._dtype is _dt.bool_:
         raise RuntimeError("relu is not implemented for bool tensors")
+    if input._dtype.category == 3:
+        raise NotImplementedError("clamp is not supported for complex types")
     k = input._k
     r = _make(k["maximum"](input._data, 0.0 if input._dtype.category == 2 else 0), input._dtype, k, input._dev)
     if input._rg and _gstate.enabled:
@@ -472,11 +564,15 @@ def _pass_where_positive(g, y):
 
 def clamp(input, min=None, max=None, *, out=None):
     """Limit values to [min, max]; gradient flows where the input was inside the range."""
+    if input._dtype.category == 3:
+        raise NotImplementedError("clamp is not supported for complex types")
     if min is None and max is None:
         raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
     for name, v in (("min", min), ("max", max)):
         if v is not None and not isinstance(v, Tensor) and not is_scalar(v):
             raise TypeError(f"clamp(): argument '{name}' must be Number or Tensor, not {type(v).__name__}")
+        if isinstance(v, complex):
+            raise RuntimeError("value cannot be converted to type double without overflow")
     if isinstance(min, Tensor) or isinstance(max, Tensor):
         r = input
         if min is not None:
@@ -556,15 +652,22 @@ def where(condition, input=None, other=None):
     return r
 
 
+@in_float32
 def lerp(input, end, weight):
     return input + weight * (end - input)
 
 
+@in_float32
 def addcmul(input, tensor1, tensor2, *, value=1):
+    if _amp.on:
+        return _amp.run("addcmul", addcmul, (input, tensor1, tensor2), {"value": value})
     return input + value * tensor1 * tensor2
 
 
+@in_float32
 def addcdiv(input, tensor1, tensor2, *, value=1):
+    if _amp.on:
+        return _amp.run("addcdiv", addcdiv, (input, tensor1, tensor2), {"value": value})
     return input + value * tensor1 / tensor2
 
 
@@ -578,6 +681,8 @@ def fill_(self, value):
         if value._rg and _gstate.enabled:
             return commit_inplace(self, value.to(self._dtype).expand(*self._data.shape))
         value = value.item()
+    if isinstance(value, complex) and self._dtype.category != 3:
+        raise RuntimeError(f"value cannot be converted to type {self._dtype.name} without overflow")
     if isinstance(value, float) and self._dtype.category != 2 and value != int(value):
         raise RuntimeError(f"value cannot be converted to type {self._dtype.name} without overflow")
     return commit_inplace(self, _full_like(self, value))
@@ -667,7 +772,7 @@ def _attach():
     T.__mul__ = _fast_binary("mul", mul)
     T.__rmul__ = _fast_binary("mul", mul, reflected=True)
     T.__truediv__ = _fast_binary("div", div, float_only=True)
-    T.__rtruediv__ = _fast_binary("div", div, float_only=True, reflected=True)
+    T.__rtruediv__ = _autocast_rtruediv(_fast_binary("div", div, float_only=True, reflected=True))
     T.__floordiv__ = lambda a, b: floor_divide(a, b) if _operand(b) else NotImplemented
     T.__rfloordiv__ = lambda a, b: floor_divide(b, a) if _operand(b) else NotImplemented
     T.__mod__ = lambda a, b: remainder(a, b) if _operand(b) else NotImplemented
@@ -751,13 +856,17 @@ def _fast_binary(kname, slow, float_only=False, min_category=0, reflected=False)
                 if dt is b._dtype and k is b._k and not (_gstate.enabled and b._rg):
                     ad, bd = a._data, b._data
                     if ad.shape != bd.shape:
-                        broadcast_shapes(ad.shape, bd.shape)
+                        try:
+                            broadcast_shapes(ad.shape, bd.shape)
+                        except RuntimeError:    # the full op raises it (or takes utils.backcompat's fallback)
+                            return slow(b, a) if reflected else slow(a, b)
                     data = k[kname](bd, ad) if reflected else k[kname](ad, bd)
                     t = _new(Tensor)
                     t._data, t._dtype, t._k, t._dev = data, dt, k, a._dev
                     return t
-            elif (cls is float and dt.category == 2) or (cls is int and (dt.category == 2 or (
-                    dt.category == 1 and dt.itemsize >= 4 and -2**31 <= b < 2**31))):
+            elif (cls is float and dt.category >= 2) or (cls is int and (dt.category >= 2 or (
+                    dt.category == 1 and dt.itemsize >= 4 and -2**31 <= b < 2**31))) or (
+                    cls is complex and dt.category == 3):
                 # the scalar takes the tensor's dtype (PyTorch's rule for "wrapped numbers")
                 data = k[kname](b, a._data) if reflected else k[kname](a._data, b)
                 t = _new(Tensor)
@@ -768,6 +877,15 @@ def _fast_binary(kname, slow, float_only=False, min_category=0, reflected=False)
         return slow(b, a) if reflected else slow(a, b)
     op.__name__ = f"__{'r' if reflected else ''}{kname}__"
     return op
+
+
+def _autocast_rtruediv(op):
+    """`number / tensor` is on the CUDA autocast list (PyTorch computes it as a reciprocal)."""
+    def __rtruediv__(a, b):
+        if _amp.on:
+            return _amp.run("__rtruediv__", op, (a, b))
+        return op(a, b)
+    return __rtruediv__
 
 
 def _operand(b):

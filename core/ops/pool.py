@@ -17,6 +17,7 @@ import math
 import numpy as np
 
 from .. import dtypes as _dt
+from ..amp.state import state as _amp
 from ..dispatch.optional_conv import argmax_last_nan, avg_pool_divisor
 from ._core import Tensor, _gstate, _make, record
 from .conv import _batched, _const, _conv_t, _ntuple
@@ -115,6 +116,9 @@ def _max_pool(x, ks, st, pd, dl, out):
 
 
 def _max_poolnd(nd, name, input, kernel_size, stride, padding, dilation, ceil_mode, return_indices):
+    if _amp.on:
+        return _amp.run(name, _max_poolnd, (nd, name, input, kernel_size, stride, padding, dilation, ceil_mode,
+                                            return_indices))
     x, unbatched = _pool_input(input, nd, name)
     if x._dtype is _dt.bool_:
         raise RuntimeError(f"\"{name}\" not implemented for 'Bool'")
@@ -180,6 +184,9 @@ def _avg_pool(x, ks, st, pd, out, count_include_pad, divisor_override):
 
 
 def _avg_poolnd(nd, name, input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override):
+    if _amp.on:
+        return _amp.run(name, _avg_poolnd, (nd, name, input, kernel_size, stride, padding, ceil_mode,
+                                            count_include_pad, divisor_override))
     x, unbatched = _pool_input(input, nd, name)
     if not x._dtype.is_floating_point:
         raise RuntimeError(f"\"{name}\" not implemented for '{x._dtype.name}' (floating point input expected)")
@@ -257,6 +264,8 @@ def _adaptive_windows(n, o):
 
 
 def _adaptive_avg_poolnd(nd, name, input, output_size):
+    if _amp.on:
+        return _amp.run(name, _adaptive_avg_poolnd, (nd, name, input, output_size))
     x, unbatched = _pool_input(input, nd, name)
     if not x._dtype.is_floating_point:
         raise RuntimeError(f"\"{name}\" not implemented for '{x._dtype.name}' (floating point input expected)")
@@ -312,6 +321,8 @@ def _adaptive_table(S, out):
 
 
 def _adaptive_max_poolnd(nd, name, input, output_size, return_indices):
+    if _amp.on:
+        return _amp.run(name, _adaptive_max_poolnd, (nd, name, input, output_size, return_indices))
     x, unbatched = _pool_input(input, nd, name)
     if x._dtype is _dt.bool_:
         raise RuntimeError(f"\"{name}\" not implemented for 'Bool'")
@@ -350,6 +361,8 @@ def adaptive_max_pool3d(input, output_size, return_indices=False):
 
 # -- max unpooling -----------------------------------------------------------------------------------
 def _max_unpoolnd(nd, name, input, indices, kernel_size, stride, padding, output_size):
+    if _amp.on:
+        return _amp.run(name, _max_unpoolnd, (nd, name, input, indices, kernel_size, stride, padding, output_size))
     x, unbatched = _pool_input(input, nd, name)
     if not isinstance(indices, Tensor) or indices._dtype is not _dt.int64:
         raise RuntimeError(f"{name}: elements in indices should be type int64 but got: "

@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import base64
 import json
+import math
 import time
 
 from .. import dtypes as _dt
 from ..device import as_device
 from ._core import Tensor, _make, check_inplace, commit_inplace
-from .creation import _size, resolve_device
+from .creation import NO_SIZE, _size, check_dtype, resolve_device, size_arg
 
 _DEFAULT_SEED = 67280421310721
 _seed = [_DEFAULT_SEED]
@@ -181,8 +182,11 @@ def _gen(generator, dev, k):
 def _sample(kname, size, generator, dtype, device, requires_grad):
     dt = _dt.as_dtype(dtype) if dtype is not None else _dt.get_default_dtype()
     if not dt.is_floating_point:
+        if dt.is_complex:
+            return _complex_sample(kname, size, generator, dt, device, requires_grad)
         raise RuntimeError(f"{kname}: expected a floating point dtype, got {dt!r}")
     k, dev = resolve_device(device)
+    check_dtype(k, dt)
     g = _gen(generator, dev, k)
     t = _make(k[kname](g._get(), _size(size), dt.name), dt, k, dev)
     if requires_grad:
@@ -190,31 +194,72 @@ def _sample(kname, size, generator, dtype, device, requires_grad):
     return t
 
 
-def rand(*size, generator=None, dtype=None, device=None, requires_grad=False, out=None):
-    """Uniform samples in [0, 1)."""
-    return _sample("uniform", size, generator, dtype, device, requires_grad)
+def _complex_sample(kname, size, generator, dt, device, requires_grad):
+    """Complex samples: real and imaginary parts drawn independently, as PyTorch; normal ones scaled
+    by sqrt(1/2) so that E|z|^2 = 1 (each part has variance 1/2)."""
+    k, dev = resolve_device(device)
+    check_dtype(k, dt)
+    g = _gen(generator, dev, k)
+    both = k[kname](g._get(), (2,) + _size(size), dt.to_real().name)
+    if kname == "normal":
+        both = k["mul"](both, math.sqrt(0.5))
+    t = _make(k["complex"](k["slice"](both, (0,)), k["slice"](both, (1,))), dt, k, dev)
+    if requires_grad:
+        t.requires_grad = True
+    return t
 
 
-def randn(*size, generator=None, dtype=None, device=None, requires_grad=False, out=None):
-    """Standard normal samples."""
-    return _sample("normal", size, generator, dtype, device, requires_grad)
+def _combination(name, args, kwargs, signatures):
+    """PyTorch's TypeError for arguments that fit none of the function's signatures."""
+    got = ", ".join([type(a).__name__ for a in args] + [f"{k}={type(v).__name__}" for k, v in kwargs.items()])
+    opts = "\n".join(f" * ({s}, *, Generator generator, Tensor out = None, dtype dtype = None, device device = "
+                     "None, bool requires_grad = False)" for s in signatures)
+    return f"{name}() received an invalid combination of arguments - got ({got}), but expected one of:\n{opts}"
+
+
+def _sized(name, args, size):
+    """The shape given by `size=` (rand / randn report it given twice as an invalid combination)."""
+    both = _combination(name, args, {"size": size}, ["tuple of ints size"]) if args else None
+    return size_arg(args, size, name, both)
+
+
+def rand(*args, size=NO_SIZE, generator=None, dtype=None, device=None, requires_grad=False, out=None):
+    """Uniform samples in [0, 1): rand(2, 3), rand((2, 3)) or rand(size=(2, 3))."""
+    return _sample("uniform", args if size is NO_SIZE else _sized("rand", args, size), generator, dtype, device,
+                   requires_grad)
+
+
+def randn(*args, size=NO_SIZE, generator=None, dtype=None, device=None, requires_grad=False, out=None):
+    """Standard normal samples: randn(2, 3), randn((2, 3)) or randn(size=(2, 3))."""
+    return _sample("normal", args if size is NO_SIZE else _sized("randn", args, size), generator, dtype, device,
+                   requires_grad)
+
+
+_RANDINT = ["int high, tuple of ints size", "int low, int high, tuple of ints size"]
 
 
 def randint(low=0, high=None, size=None, *, generator=None, dtype=None, device=None, requires_grad=False):
-    """Integers uniform in [low, high): randint(high, size) or randint(low, high, size)."""
+    """Integers uniform in [low, high): randint(high, size), randint(low, high, size), each argument
+    positional or by keyword (size=...)."""
     if size is None:
-        if high is None:
-            raise TypeError("randint() missing required argument 'size'")
-        low, high, size = 0, low, high
-    elif high is None:
+        if isinstance(high, (tuple, list)):             # randint(high, size)
+            low, high, size = 0, low, high
+        elif high is None:
+            raise TypeError(_combination("randint", [low], {}, _RANDINT))
+        else:
+            raise TypeError(f"randint(): argument 'size' (position 2) must be tuple of ints, not "
+                            f"{type(high).__name__}")
+    elif high is None:                                  # randint(high, size=...)
         low, high = 0, low
+    if not isinstance(size, (tuple, list)):
+        raise TypeError(f"randint(): argument 'size' must be tuple of ints, not {type(size).__name__}")
     if high <= low:
         raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={low} >= to={high}")
     dt = _dt.as_dtype(dtype) if dtype is not None else _dt.int64
     k, dev = resolve_device(device)
+    check_dtype(k, dt)
     g = _gen(generator, dev, k)
-    return _make(k["randint"](g._get(), int(low), int(high), _size(size if isinstance(size, (tuple, list))
-                                                                    else (size,)), dt.name), dt, k, dev)
+    return _make(k["randint"](g._get(), int(low), int(high), _size((size,)), dt.name), dt, k, dev)
 
 
 def randperm(n, *, generator=None, dtype=None, device=None, requires_grad=False):
@@ -223,6 +268,7 @@ def randperm(n, *, generator=None, dtype=None, device=None, requires_grad=False)
         raise RuntimeError(f"n must be non-negative, got {n}")
     dt = _dt.as_dtype(dtype) if dtype is not None else _dt.int64
     k, dev = resolve_device(device)
+    check_dtype(k, dt)
     g = _gen(generator, dev, k)
     return _make(k["randperm"](g._get(), int(n), dt.name), dt, k, dev)
 

@@ -13,10 +13,36 @@ import math
 import warnings
 
 from .. import dtypes as _dt
+from ..amp.state import state as _amp
 from ..autograd import grad_mode
-from ._core import Tensor, _gstate, _make, normalize_dims, record, wrap_dim
+from ._core import Tensor, _gstate, _make, cast_grad, normalize_dims, record, wrap_dim
+from ._float32 import in_float32
+from .complex import cj, not_for_complex
 
 _INF = float("inf")
+
+
+class _KeepdimDefault:
+    """keepdim's default (False), told apart from an explicit False for utils.backcompat.keepdim_warning."""
+    __slots__ = ()
+
+    def __bool__(self):
+        return False
+
+    def __repr__(self):
+        return "False"
+
+
+_NO_KEEPDIM = _KeepdimDefault()
+_WARN_KEEPDIM = [False]         # tensorplug.utils.backcompat.keepdim_warning.enabled
+
+
+def _warn_keepdim(name, dim):
+    """PyTorch 0.2's warning for a reduction over a dim without keepdim (not for full reductions, nor
+    for var(x, True), whose second argument is `unbiased`, nor for max(x, other))."""
+    if dim is not None and not isinstance(dim, (bool, Tensor)):
+        from ..utils.backcompat._keepdim import warn_keepdim
+        warn_keepdim(name)
 
 
 # -- return types -----------------------------------------------------------------------------
@@ -190,23 +216,29 @@ def _evenly(g, x, r, axes=None, keepdim=False):
 
 
 # -- sums and means -----------------------------------------------------------------------------
-def sum(input, dim=None, keepdim=False, *, dtype=None):
+def sum(input, dim=None, keepdim=_NO_KEEPDIM, *, dtype=None):
     """Sum over `dim` (int, tuple or None for all). Integer and bool inputs sum in int64.
     >>> sum(tensor([[1, 2], [3, 4]]), 1) -> tensor([3, 7])"""
+    if keepdim is _NO_KEEPDIM:
+        keepdim = False
+        if _WARN_KEEPDIM[0]:
+            _warn_keepdim("sum", dim)
+    if _amp.on:
+        return _amp.run("sum", sum, (input, dim, keepdim), {"dtype": dtype})
     shape, axes = _axes(input, dim)
     if dtype is not None:
         dt = _dt.as_dtype(dtype)
     else:
-        dt = input._dtype if input._dtype.category == 2 else _dt.int64
+        dt = input._dtype if input._dtype.category >= 2 else _dt.int64
     k = input._k
     data = input._data if dt is input._dtype else k["astype"](input._data, dt.name)
     r = _make(k["sum"](data, axes, keepdim), dt, k, input._dev)
-    if input._rg and _gstate.enabled and dt.category == 2:
+    if input._rg and _gstate.enabled and dt.category >= 2:
         x = input
 
         def vjp(g):
             g = _expand_grad(g, shape, axes, keepdim)
-            return (g if g._dtype is x._dtype else g.to(x._dtype),)
+            return (g if g._dtype is x._dtype else cast_grad(g, x._dtype),)
         record("SumBackward1" if axes is not None else "SumBackward0", r, (x,), vjp)
     return r
 
@@ -214,26 +246,34 @@ def sum(input, dim=None, keepdim=False, *, dtype=None):
 def _mean_dtype(input, dtype):
     if dtype is not None:
         dt = _dt.as_dtype(dtype)
-        if dt.category != 2:
+        if dt.category < 2:
             raise RuntimeError("mean(): could not infer output dtype. Optional dtype must be either a "
                                f"floating point or complex dtype. Got: {_dtype_label(dt)}")
         return dt
-    if input._dtype.category != 2:
+    if input._dtype.category < 2:
         raise RuntimeError("mean(): could not infer output dtype. Input dtype must be either a floating "
                            f"point or complex dtype. Got: {_dtype_label(input._dtype)}")
     return input._dtype
 
 
-def mean(input, dim=None, keepdim=False, *, dtype=None):
+def mean(input, dim=None, keepdim=_NO_KEEPDIM, *, dtype=None):
     """Arithmetic mean over `dim` (floating-point inputs, or pass dtype=). Empty -> nan.
     >>> mean(tensor([[1., 2.], [3., 4.]]), 0) -> tensor([2., 3.])"""
+    if keepdim is _NO_KEEPDIM:
+        keepdim = False
+        if _WARN_KEEPDIM[0]:
+            _warn_keepdim("mean", dim)
     dt = _mean_dtype(input, dtype)
     x = input if dt is input._dtype else input.to(dt)
     shape, axes = _axes(x, dim)
     n = _count(shape, axes)
     k = x._k
-    s = k["sum"](x._data, axes, keepdim)
-    data = k["full"](s.shape, math.nan, dt.name) if n == 0 else k["div"](s, float(n))
+    if dt is _dt.bfloat16:      # PyTorch divides the float32 sum and rounds once
+        s = k["sum"](x._data, axes, keepdim, dtype="float32")
+        data = k["full"](s.shape, math.nan, dt.name) if n == 0 else k["astype"](k["div"](s, float(n)), dt.name)
+    else:
+        s = k["sum"](x._data, axes, keepdim)
+        data = k["full"](s.shape, math.nan, dt.name) if n == 0 else k["div"](s, float(n))
     r = _make(data, dt, k, x._dev)
     if x._rg and _gstate.enabled:
         record("MeanBackward1" if axes is not None else "MeanBackward0", r, (x,),
@@ -243,6 +283,8 @@ def mean(input, dim=None, keepdim=False, *, dtype=None):
 
 def nansum(input, dim=None, keepdim=False, *, dtype=None):
     """Sum treating NaN as zero."""
+    if input._dtype.category == 3:
+        raise RuntimeError("nansum on CPU does not support complex inputs")
     if input._dtype.category == 2:
         from .pointwise import isnan, where
         input = where(isnan(input), 0.0, input)
@@ -258,18 +300,24 @@ def nanmean(input, dim=None, keepdim=False, *, dtype=None):
     return nansum(x, dim, keepdim) / notnan.sum(dim, keepdim).to(dt)
 
 
-def prod(input, dim=None, keepdim=False, *, dtype=None):
+def prod(input, dim=None, keepdim=_NO_KEEPDIM, *, dtype=None):
     """Product over `dim`. Integer and bool inputs multiply in int64. Empty -> 1.
     The gradient is exact when inputs contain zeros."""
+    if keepdim is _NO_KEEPDIM:
+        keepdim = False
+        if _WARN_KEEPDIM[0]:
+            _warn_keepdim("prod", dim)
+    if _amp.on:
+        return _amp.run("prod", prod, (input, dim, keepdim), {"dtype": dtype})
     shape, axes = _axes(input, dim)
     if dtype is not None:
         dt = _dt.as_dtype(dtype)
     else:
-        dt = input._dtype if input._dtype.category == 2 else _dt.int64
+        dt = input._dtype if input._dtype.category >= 2 else _dt.int64
     x = input if dt is input._dtype else input.to(dt)
     k = x._k
     r = _make(k["prod"](x._data, axes, keepdim), dt, k, x._dev)
-    if x._rg and _gstate.enabled and dt.category == 2:
+    if x._rg and _gstate.enabled and dt.category >= 2:
         from .pointwise import where
 
         def vjp(g):
@@ -280,13 +328,15 @@ def prod(input, dim=None, keepdim=False, *, dtype=None):
             # where x == 0 the product of the others is nonzero only if x is the slice's sole zero
             n_zero = zero.sum(axes, keepdim=True)
             others_at_zero = where(n_zero == 1, prod(x_safe, axes, keepdim=True), 0.0)
-            return (ge * where(zero, others_at_zero, rk / x_safe),)
+            return (ge * cj(where(zero, others_at_zero, rk / x_safe)),)
         record("ProdBackward1" if axes is not None else "ProdBackward0", r, (x,), vjp, saved=(x, r))
     return r
 
 
 # -- max / min ----------------------------------------------------------------------------------
 def _full_minmax(input, kname, name):
+    if input._dtype.category == 3:
+        raise not_for_complex(f"{kname}_all", input._dtype)
     shape = input._data.shape
     _check_nonempty(name, shape, None)
     r = _wrap(input, input._k[kname](input._data, None, False))
@@ -299,6 +349,8 @@ def _full_minmax(input, kname, name):
 def _minmax_dim(input, dim, keepdim, argk, name):
     if not isinstance(dim, int) and not hasattr(dim, "__index__"):
         raise TypeError(f"{name}(): argument 'dim' must be int, not {type(dim).__name__}")
+    if input._dtype.category == 3:
+        raise RuntimeError(f"{name}(): does not support complex input")
     if input.ndim == 0:
         wrap_dim(dim, 0)
         return getattr(return_types, name)(*_on_0d(_minmax_dim, input, True, argk, name))
@@ -310,9 +362,13 @@ def _minmax_dim(input, dim, keepdim, argk, name):
     return getattr(return_types, name)(*_select(input, d, idx, keepdim, f"{name.capitalize()}Backward0"))
 
 
-def max(input, dim=None, keepdim=False, *, other=None):
+def max(input, dim=None, keepdim=_NO_KEEPDIM, *, other=None):
     """max(x) -> 0-d maximum (NaN propagates); max(x, dim, keepdim=False) -> (values, indices);
     max(x, other) -> elementwise maximum."""
+    if keepdim is _NO_KEEPDIM:
+        keepdim = False
+        if _WARN_KEEPDIM[0]:
+            _warn_keepdim("max", dim)
     if isinstance(dim, Tensor) or other is not None:
         from .pointwise import maximum
         return maximum(input, other if other is not None else dim)
@@ -321,9 +377,13 @@ def max(input, dim=None, keepdim=False, *, other=None):
     return _minmax_dim(input, dim, keepdim, "argmax", "max")
 
 
-def min(input, dim=None, keepdim=False, *, other=None):
+def min(input, dim=None, keepdim=_NO_KEEPDIM, *, other=None):
     """min(x) -> 0-d minimum (NaN propagates); min(x, dim, keepdim=False) -> (values, indices);
     min(x, other) -> elementwise minimum."""
+    if keepdim is _NO_KEEPDIM:
+        keepdim = False
+        if _WARN_KEEPDIM[0]:
+            _warn_keepdim("min", dim)
     if isinstance(dim, Tensor) or other is not None:
         from .pointwise import minimum
         return minimum(input, other if other is not None else dim)
@@ -333,6 +393,8 @@ def min(input, dim=None, keepdim=False, *, other=None):
 
 
 def _amaxmin(input, dim, keepdim, kname, name):
+    if input._dtype.category == 3:
+        raise not_for_complex(f"{kname}_values_cpu", input._dtype)
     shape, axes = _axes(input, dim)
     _check_nonempty(name, shape, axes)
     r = _wrap(input, input._k[kname](input._data, axes, keepdim))
@@ -360,6 +422,8 @@ def aminmax(input, *, dim=None, keepdim=False):
 
 
 def _arg(input, dim, keepdim, kname):
+    if input._dtype.category == 3:
+        raise RuntimeError(f"{kname}(): does not support complex input")
     shape = input._data.shape
     if dim is None:
         _check_nonempty(kname, shape, None)
@@ -393,7 +457,8 @@ def _correction(dim, unbiased, correction, name):
     return dim, correction
 
 
-def _var_forward(x, axes, keepdim, correction, name):
+def _var_forward(x, axes, keepdim, correction, name, root=False):
+    """(variance, or its square root when `root`, as a tensor; the divisor)."""
     shape = x._data.shape
     n = _count(shape, axes)
     denom = builtins.max(0, n - correction)
@@ -401,15 +466,19 @@ def _var_forward(x, axes, keepdim, correction, name):
         warnings.warn(f"{name}(): degrees of freedom is <= 0. Correction should be strictly less than the "
                       "reduction factor (input numel divided by output numel).", UserWarning, stacklevel=3)
     k = x._k
-    s = k["sum"](x._data, axes, True)
-    mu = k["full"](s.shape, math.nan, x._dtype.name) if n == 0 else k["div"](s, float(n))
-    dev = k["sub"](x._data, mu)
+    low = x._dtype is _dt.bfloat16          # PyTorch works in float32 and rounds once
+    data, wd = (k["astype"](x._data, "float32"), "float32") if low else (x._data, x._dtype.name)
+    s = k["sum"](data, axes, True)
+    mu = k["full"](s.shape, math.nan, wd) if n == 0 else k["div"](s, float(n))
+    dev = k["sub"](data, mu)
     ss = k["sum"](k["mul"](dev, dev), axes, keepdim)
     if denom == 0:
         var = k["where"](k["gt"](ss, 0), _INF, k["where"](k["eq"](ss, 0), math.nan, ss))
     else:
         var = k["div"](ss, float(denom))
-    return _wrap(x, var), denom
+    if root:
+        var = k["sqrt"](var)
+    return _wrap(x, k["astype"](var, x._dtype.name) if low else var), denom
 
 
 def _var_grad_factor(x, axes, denom):
@@ -418,10 +487,17 @@ def _var_grad_factor(x, axes, denom):
     return centered * (2.0 / denom if denom else _INF)
 
 
-def var(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
+def var(input, dim=None, unbiased=None, keepdim=_NO_KEEPDIM, *, correction=None):
     """Variance over `dim` with Bessel's correction by default (`unbiased=False` or
     `correction=0` for the population variance). >>> var(tensor([1., 2., 3.])) -> tensor(1.)"""
+    if keepdim is _NO_KEEPDIM:
+        keepdim = False
+        if _WARN_KEEPDIM[0]:
+            _warn_keepdim("var", dim)
     dim, c = _correction(dim, unbiased, correction, "var")
+    if input._dtype.category == 3:      # E|z - mean|^2 = var(Re z) + var(Im z)
+        return var(input.real, dim, keepdim=keepdim, correction=c) + var(input.imag, dim, keepdim=keepdim,
+                                                                           correction=c)
     if input._dtype.category != 2:
         raise RuntimeError("std and var only support floating point and complex dtypes")
     shape, axes = _axes(input, dim)
@@ -434,14 +510,19 @@ def var(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
     return r
 
 
-def std(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
+def std(input, dim=None, unbiased=None, keepdim=_NO_KEEPDIM, *, correction=None):
     """Standard deviation over `dim` (see `var` for `unbiased` / `correction`)."""
+    if keepdim is _NO_KEEPDIM:
+        keepdim = False
+        if _WARN_KEEPDIM[0]:
+            _warn_keepdim("std", dim)
     dim, c = _correction(dim, unbiased, correction, "std")
+    if input._dtype.category == 3:
+        return var(input, dim, keepdim=keepdim, correction=c).sqrt()
     if input._dtype.category != 2:
         raise RuntimeError("std and var only support floating point and complex dtypes")
     shape, axes = _axes(input, dim)
-    v, denom = _var_forward(input, axes, keepdim, c, "std")
-    r = _wrap(v, v._k["sqrt"](v._data))
+    r, denom = _var_forward(input, axes, keepdim, c, "std", root=True)
     if input._rg and _gstate.enabled:
         x = input
         from .pointwise import where
@@ -492,6 +573,8 @@ def _nanmedian_pos(k, n, nanc):
 
 
 def _median_impl(input, dim, keepdim, pos_fn, name):
+    if input._dtype.category == 3:
+        raise not_for_complex(f"{name}_cpu", input._dtype)
     if dim is None:
         if input.numel() == 0:
             if input._dtype.category != 2:
@@ -513,9 +596,13 @@ def _median_impl(input, dim, keepdim, pos_fn, name):
     return _select_sorted(input, d, keepdim, pos_fn, name)
 
 
-def median(input, dim=None, keepdim=False):
+def median(input, dim=None, keepdim=_NO_KEEPDIM):
     """median(x) -> lower median of all elements (0-d; NaN if any is NaN);
     median(x, dim, keepdim=False) -> (values, indices)."""
+    if keepdim is _NO_KEEPDIM:
+        keepdim = False
+        if _WARN_KEEPDIM[0]:
+            _warn_keepdim("median", dim)
     return _median_impl(input, dim, keepdim, _median_pos, "median")
 
 
@@ -524,8 +611,14 @@ def nanmedian(input, dim=None, keepdim=False):
     return _median_impl(input, dim, keepdim, _nanmedian_pos, "nanmedian")
 
 
-def kthvalue(input, k, dim=-1, keepdim=False):
+def kthvalue(input, k, dim=-1, keepdim=_NO_KEEPDIM):
     """The k-th smallest element (k counts from 1) along `dim`: (values, indices)."""
+    if keepdim is _NO_KEEPDIM:
+        keepdim = False
+        if _WARN_KEEPDIM[0]:
+            _warn_keepdim("kthvalue", dim)
+    if input._dtype.category == 3:
+        raise not_for_complex("kthvalue_cpu", input._dtype)
     if input.ndim == 0:
         wrap_dim(dim, 0)
         if k != 1:
@@ -543,9 +636,13 @@ def _kthvalue_dim(input, dim, k, keepdim=False):
                           "kthvalue")
 
 
-def mode(input, dim=-1, keepdim=False):
+def mode(input, dim=-1, keepdim=_NO_KEEPDIM):
     """Most frequent value along `dim` (the smallest among equally frequent ones) and the index of
     its last occurrence: (values, indices). Computed on the host."""
+    if keepdim is _NO_KEEPDIM:
+        keepdim = False
+        if _WARN_KEEPDIM[0]:
+            _warn_keepdim("mode", dim)
     import numpy as np
     if input.ndim == 0:
         wrap_dim(dim, 0)
@@ -570,6 +667,7 @@ def mode(input, dim=-1, keepdim=False):
 def sort(input, dim=-1, descending=False, stable=False):
     """Sorted values along `dim` and the indices that sort (ties keep their order; NaN sorts as the
     largest value): (values, indices)."""
+    _sortable(input, "Sort")
     if input.ndim == 0:
         wrap_dim(dim, 0)
         return return_types.sort(*_on_0d(sort, input, descending, stable))
@@ -580,11 +678,17 @@ def sort(input, dim=-1, descending=False, stable=False):
 
 def argsort(input, dim=-1, descending=False, stable=False):
     """Indices that sort `input` along `dim` (stable)."""
+    _sortable(input, "Sort")
     if input.ndim == 0:
         wrap_dim(dim, 0)
         return _index_tensor(input, input._k["full"]((), 0, "int64"))
     d = wrap_dim(dim, input.ndim)
     return _index_tensor(input, input._k["argsort"](input._data, d, bool(descending), True))
+
+
+def _sortable(input, what):
+    if input._dtype.category == 3:
+        raise RuntimeError(f" {what} does not support complex dtypes on CPU")     # (PyTorch's leading space)
 
 
 def msort(input):
@@ -594,6 +698,7 @@ def msort(input):
 
 def topk(input, k, dim=-1, largest=True, sorted=True):
     """The k largest (or smallest) elements along `dim`, in sorted order: (values, indices)."""
+    _sortable(input, "topk")
     if input.ndim == 0:
         wrap_dim(dim, 0)
         if k not in (0, 1):
@@ -634,6 +739,8 @@ def count_nonzero(input, dim=None):
 # -- log-sum-exp and norms ------------------------------------------------------------------------------
 def logsumexp(input, dim=None, keepdim=False):
     """log(sum(exp(x))) over `dim`, computed stably (shifted by the maximum)."""
+    if _amp.on:
+        return _amp.run("logsumexp", logsumexp, (input, dim, keepdim))
     x = _as_float(input)
     shape, axes = _axes(x, dim)
     k = x._k
@@ -643,10 +750,12 @@ def logsumexp(input, dim=None, keepdim=False):
     else:
         m = k["max"](x._data, axes, True)
         m = k["where"](k["isfinite"](m), m, 0.0)
-        s = k["sum"](k["exp"](k["sub"](x._data, m)), axes, True)
+        low = x._dtype is _dt.bfloat16      # PyTorch: log(sum(exp)) in float32, rounded, then + max
+        xd, md = (k["astype"](x._data, "float32"), k["astype"](m, "float32")) if low else (x._data, m)
+        s = k["sum"](k["exp"](k["sub"](xd, md)), axes, True)
         zero = k["eq"](s, 0)
         logs = k["where"](zero, -_INF, k["log"](k["where"](zero, 1.0, s)))
-        data = k["add"](logs, m)
+        data = k["add"](k["astype"](logs, "bfloat16") if low else logs, m)
         if not keepdim:
             data = k["reshape"](data, _reduced_shape(shape, axes))
     r = _wrap(x, data)
@@ -657,9 +766,16 @@ def logsumexp(input, dim=None, keepdim=False):
     return r
 
 
-def norm(input, p="fro", dim=None, keepdim=False, dtype=None):
+@in_float32         # bfloat16: accumulated in float32, rounded once (PyTorch's kernel)
+def norm(input, p="fro", dim=None, keepdim=_NO_KEEPDIM, dtype=None):
     """Vector p-norm over `dim` (None: all elements). p: 'fro' (= 2), inf, -inf, 0, or a number.
     The p=2 gradient at a zero norm is 0 (the subgradient PyTorch uses)."""
+    if keepdim is _NO_KEEPDIM:
+        keepdim = False
+        if _WARN_KEEPDIM[0]:
+            _warn_keepdim("norm", dim)
+    if _amp.on:
+        return _amp.run("norm", norm, (input, p, dim, keepdim), {"dtype": dtype})
     x = input if dtype is None else input.to(dtype)
     if x._dtype.category != 2:
         raise RuntimeError("linalg.vector_norm: Expected a floating point or complex tensor as input. "
@@ -724,7 +840,7 @@ def _scan_setup(input, dim, dtype):
     if dtype is not None:
         dt = _dt.as_dtype(dtype)
     else:
-        dt = input._dtype if input._dtype.category == 2 else _dt.int64
+        dt = input._dtype if input._dtype.category >= 2 else _dt.int64
     x = input if dt is input._dtype else input.to(dt)
     return x, wrap_dim(dim, x.ndim)
 
@@ -736,17 +852,21 @@ def _rev_cumsum(g, d):
 
 def cumsum(input, dim, *, dtype=None):
     """Inclusive prefix sums along `dim` (integer and bool inputs accumulate in int64)."""
+    if _amp.on:
+        return _amp.run("cumsum", cumsum, (input, dim), {"dtype": dtype})
     x, d = _scan_setup(input, dim, dtype)
     if x.ndim == 0:
         return cumsum(x.reshape(1), 0).reshape(())
     r = _wrap(x, x._k["cumsum"](x._data, d))
-    if x._rg and _gstate.enabled and x._dtype.category == 2:
+    if x._rg and _gstate.enabled and x._dtype.category >= 2:
         record("CumsumBackward0", r, (x,), lambda g: (_rev_cumsum(g, d),))
     return r
 
 
 def cumprod(input, dim, *, dtype=None):
     """Inclusive prefix products along `dim`; the gradient is exact with zeros in the input."""
+    if _amp.on:
+        return _amp.run("cumprod", cumprod, (input, dim), {"dtype": dtype})
     x, d = _scan_setup(input, dim, dtype)
     if x.ndim == 0:
         return cumprod(x.reshape(1), 0).reshape(())
@@ -769,6 +889,8 @@ def cumprod(input, dim, *, dtype=None):
 
 
 def _cum_extreme(input, dim, better, name):
+    if input._dtype.category == 3:
+        raise not_for_complex(f"{name}_cpu", input._dtype)
     d = wrap_dim(dim, input.ndim)
     if input.ndim == 0:
         return getattr(return_types, name)(*_on_0d(_cum_extreme, input, better, name))
@@ -830,6 +952,8 @@ def _softmax_dim(ndim):
 
 
 def _softmax_common(kname, input, dim, dtype, name, grad_rule):
+    if input._dtype.category == 3:
+        raise not_for_complex(f"{kname}_lastdim_kernel_impl", input._dtype)
     x = input.to(dtype) if dtype is not None else _as_float(input)
     if dim is None:
         dim = _softmax_dim(x.ndim)
@@ -846,12 +970,16 @@ def _softmax_common(kname, input, dim, dtype, name, grad_rule):
 
 def softmax(input, dim=None, dtype=None):
     """exp(x) / sum(exp(x)) along `dim` (the backend's softmax kernel, or its decomposition)."""
+    if _amp.on:
+        return _amp.run("softmax", softmax, (input, dim), {"dtype": dtype})
     return _softmax_common("softmax", input, dim, dtype, "SoftmaxBackward0",
                            lambda g, y, d: y * (g - (g * y).sum(d, keepdim=True)))
 
 
 def log_softmax(input, dim=None, dtype=None):
     """log(softmax(x)) along `dim`, computed stably."""
+    if _amp.on:
+        return _amp.run("log_softmax", log_softmax, (input, dim), {"dtype": dtype})
     return _softmax_common("log_softmax", input, dim, dtype, "LogSoftmaxBackward0",
                            lambda g, y, d: g - y.exp() * g.sum(d, keepdim=True))
 

@@ -16,7 +16,9 @@ import warnings
 import numpy as np
 
 from .. import dtypes as _dt
+from ..amp.state import state as _amp
 from ._core import Tensor
+from ._float32 import in_float32
 
 _MODES = ("nearest", "linear", "bilinear", "bicubic", "trilinear", "area", "nearest-exact")
 _LINEAR_NEEDS = {"linear": 3, "bilinear": 4, "bicubic": 4, "trilinear": 5}
@@ -127,6 +129,7 @@ def _spatial_names(n):
     return ("D", "H", "W")[3 - n:] if n <= 3 else tuple(f"d{i}" for i in range(n))
 
 
+@in_float32         # bfloat16: weights and sums in float32, rounded once, as PyTorch's kernels
 def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corners=None,
                 recompute_scale_factor=None, antialias=False):
     """Resize the spatial dims of an (N, C, d1[, d2[, d3]]) input to `size`, or by `scale_factor`.
@@ -135,6 +138,9 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
     'bilinear' / 'bicubic' (4-D), 'trilinear' (5-D) with `align_corners`, and 'area' (adaptive
     average pooling). With a scale factor the kernel uses 1/scale_factor as the step between
     samples unless recompute_scale_factor=True (then in/out, like an explicit size)."""
+    if _amp.on:           # the upsample kernels are listed; 'area' is adaptive average pooling
+        return _amp.run("interpolate" if mode != "area" else "adaptive_avg_pool", interpolate,
+                        (input, size, scale_factor, mode, align_corners, recompute_scale_factor, antialias))
     if not isinstance(input, Tensor):
         raise TypeError(f"interpolate(): argument 'input' must be Tensor, not {type(input).__name__}")
     if mode not in _MODES:
@@ -394,6 +400,8 @@ def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corner
     input (N, C, D, H, W) at grid (N, Do, Ho, Wo, 3). mode: 'bilinear' (trilinear for 5-D) or
     'nearest'; padding_mode: 'zeros', 'border' or 'reflection'. Differentiable w.r.t. input and
     grid (bilinear)."""
+    if _amp.on:
+        return _amp.run("grid_sample", grid_sample, (input, grid, mode, padding_mode, align_corners))
     if mode not in ("bilinear", "nearest", "bicubic"):
         raise ValueError(f"nn.functional.grid_sample(): expected mode to be 'bilinear', 'nearest' or 'bicubic', "
                          f"but got: '{mode}'")

@@ -15,6 +15,7 @@ counter is shared. Every other op returns a new tensor. Backward rules are Tenso
 from __future__ import annotations
 
 from .. import dtypes as _dt
+from ..amp.state import state as _amp
 from ._core import (Tensor, _gstate, _make, broadcast_all_shapes, check_inplace, check_same_device,
                     commit_inplace, grad_for, record, snapshot, sum_to, wrap_dim)
 
@@ -401,13 +402,13 @@ def _mT(self):
 def _H(self):
     if self.ndim not in (0, 2):
         raise RuntimeError(f"tensor.H is only supported on matrices (2-D tensors). Got {self.ndim}-D tensor.")
-    return _T(self)
+    return _T(self).conj()          # (conj: free for real tensors)
 
 
 def _mH(self):
     if self.ndim == 0:
-        return _alias(self)
-    return _mT(self)
+        return _alias(self).conj()
+    return _mT(self).conj()
 
 
 def _move_order(source, destination, n, fn="movedim"):
@@ -704,6 +705,8 @@ def cat(tensors, dim=0, *, out=None):
     >>> tensorplug.cat([tensorplug.ones(2, 3), tensorplug.zeros(1, 3)]).shape
     tensorplug.Size([3, 3])
     """
+    if _amp.on:
+        return _amp.run("cat", cat, (tensors, dim), {"out": out})
     tensors = _tensor_list(tensors, "cat")
     if not tensors:
         raise ValueError("torch.cat(): expected a non-empty list of Tensors")
@@ -767,6 +770,8 @@ def stack(tensors, dim=0, *, out=None):
     >>> tensorplug.stack([tensorplug.ones(2, 3), tensorplug.zeros(2, 3)], dim=1).shape
     tensorplug.Size([2, 2, 3])
     """
+    if _amp.on:
+        return _amp.run("stack", stack, (tensors, dim), {"out": out})
     tensors = _tensor_list(tensors, "stack")
     if not tensors:
         raise RuntimeError("stack expects a non-empty TensorList")

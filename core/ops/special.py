@@ -18,6 +18,7 @@ import math
 import operator
 
 from .. import dtypes as _dt
+from ..amp.state import state as _amp
 from ..autograd.grad_mode import no_grad as _no_grad
 from ._core import (Tensor, _gstate, _make, as_tensor_like, broadcast_shapes, check_same_device, record,
                     zeros_like_grad)
@@ -44,8 +45,8 @@ def _floating(input, name):
 
 def _compute(fn, xs, dt, precise=False):
     """fn(*xs) without recording, as dtype dt; working in float64 when `precise`, in dt itself when
-    None, else in dt with float16 widened to float32."""
-    wd = _dt.float64 if precise else _dt.float32 if precise is False and dt is _dt.float16 else dt
+    None, else in dt with float16 and bfloat16 widened to float32."""
+    wd = _dt.float64 if precise else _dt.float32 if precise is False and dt in (_dt.float16, _dt.bfloat16) else dt
     with _no_grad():
         return fn(*[x.to(wd) for x in xs]).to(dt)
 
@@ -54,10 +55,12 @@ def _saved(saves, x, y):
     return {"x": (x,), "y": (y,), "xy": (x, y)}[saves]
 
 
-def _unary(name, node, forward, grad, precise=False, saves="x", doc=""):
+def _unary(name, node, forward, grad, precise=False, saves="x", doc="", autocast=False):
     """A float function of one tensor: values from forward(w) (Tensor ops on the working-precision
-    values), derivative grad(g, x, y) recorded as `node`."""
+    values), derivative grad(g, x, y) recorded as `node`. autocast: the op is on an autocast list."""
     def op(input, *, out=None):
+        if autocast and _amp.on:
+            return _amp.run(name, op, (input,), {"out": out})
         x = _floating(input, name)
         y = _compute(forward, (x,), x._dtype, precise)
         if x._rg and _gstate.enabled:
@@ -367,7 +370,8 @@ erfcx = _unary("erfcx", "SpecialErfcxBackward0", lambda w: _erfc(w, True),
                lambda g, x, y: g * (2 * x * y - 2 / _SQRT_PI), precise=True, saves="xy",
                doc="exp(x^2) erfc(x), without overflow. >>> erfcx(tensor([30.])) -> [0.0188]")
 erfinv = _unary("erfinv", "ErfinvBackward0", _erfinv, lambda g, x, y: g * (_SQRT_PI / 2) * exp(y * y),
-                precise=True, saves="y", doc="Inverse of erf on [-1, 1]. >>> erfinv(tensor([0.5])) -> [0.4769]")
+                precise=True, saves="y", doc="Inverse of erf on [-1, 1]. >>> erfinv(tensor([0.5])) -> [0.4769]",
+                autocast=True)
 ndtri = _unary("ndtri", "SpecialNdtriBackward0", _ndtri,
                lambda g, x, y: g * math.sqrt(2 * _PI) * exp(y * y / 2), precise=True, saves="y",
                doc="Inverse of the standard normal CDF. >>> ndtri(tensor([0.975])) -> [1.9600]")
@@ -521,7 +525,8 @@ logaddexp2 = _binary("logaddexp2", "Logaddexp2Backward0", lambda a, b: _logaddex
 
 
 # (bits of precision, smallest subnormal, largest finite) per float dtype
-_LAYOUT = {"float16": (11, 2.0 ** -24, 65504.0), "float32": (24, 2.0 ** -149, 3.4028234663852886e38),
+_LAYOUT = {"float16": (11, 2.0 ** -24, 65504.0), "bfloat16": (8, 2.0 ** -133, 3.3895313892515355e38),
+           "float32": (24, 2.0 ** -149, 3.4028234663852886e38),
            "float64": (53, 2.0 ** -1074, 1.7976931348623157e308)}
 
 
@@ -606,8 +611,10 @@ def signbit(input, *, out=None):
 
 
 def sgn(input, *, out=None):
-    """The sign (for real tensors, sign itself: 0 at NaN). >>> sgn(tensor([-2., 0., 3.])) -> [-1., 0., 1.]"""
-    return _out(sign(input), out)
+    """z / |z| for complex tensors (0 at 0); for real ones sign itself (0 at NaN).
+    >>> sgn(tensor([-2., 0., 3.])) -> [-1., 0., 1.]"""
+    from .complex import sgn as complex_sgn
+    return _out(complex_sgn(input), out)
 
 
 def deg2rad(input, *, out=None):
@@ -641,8 +648,10 @@ def isneginf(input, *, out=None):
 
 
 def isreal(input):
-    """True everywhere: tensorplug tensors are real."""
+    """True where the imaginary part is 0 (everywhere for real tensors)."""
     _check_tensor(input, "isreal", "input")
+    if input._dtype.category == 3:
+        return input.imag == 0
     return _make(input._k["full"](input._data.shape, True, "bool"), _dt.bool_, input._k, input._dev)
 
 

@@ -10,8 +10,11 @@ from tensorplug.testing.conformance import build_checks, run
 from tensorplug.testing.conformance.checks import samples_for
 from tensorplug.testing.conformance.frontend import GRAD_RECORDS
 from tensorplug.testing.conformance.opdb import RECORDS
+from tensorplug.dtypes import numpy_bfloat16
 
-ALL_DTYPES = frozenset(("float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8", "bool"))
+ALL_DTYPES = frozenset(("float16", "bfloat16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8",
+                        "bool", "complex64", "complex128"))
+numpy_bfloat16()        # NumPy knows "bfloat16" (ml_dtypes) from here on: the records make samples of it
 
 
 def test_every_kernel_has_a_record():

@@ -232,6 +232,10 @@ class ndarray:
     def squeeze(self, axis=None):
         return ndarray(self._a.squeeze(axis), self._dev)
 
+    # the parts of a complex array are views, as in CuPy
+    real = property(lambda self: ndarray(self._a.real, self._dev))
+    imag = property(lambda self: ndarray(self._a.imag, self._dev))
+
     # computing methods
     def __getattr__(self, name):
         if name.startswith("_"):
@@ -359,7 +363,7 @@ ndarray.__invert__ = lambda self: invert(self)         # noqa: F821
 
 # dtypes and constants, as in CuPy (NumPy's own objects)
 for _n in ("float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32",
-           "uint64", "bool_", "dtype", "iinfo", "finfo", "nan", "inf", "pi", "newaxis", "e"):
+           "uint64", "bool_", "complex64", "complex128", "dtype", "iinfo", "finfo", "nan", "inf", "pi", "newaxis", "e"):
     _g[_n] = getattr(_np, _n)
 
 
@@ -457,6 +461,9 @@ def _as_strided(x, shape=None, strides=None):
 
 
 lib = types.SimpleNamespace(stride_tricks=types.SimpleNamespace(as_strided=_as_strided))
+
+# cupy.fft: the NumPy transforms on the current device's arrays (CuPy keeps single precision, as NumPy 2)
+fft = types.SimpleNamespace(**{_n: _fn(_n, getattr(_np.fft, _n)) for _n in ("fftn", "ifftn", "rfftn", "irfftn")})
 
 
 # -- cuda ----------------------------------------------------------------------------------------------

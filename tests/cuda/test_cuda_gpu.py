@@ -151,3 +151,29 @@ def test_nccl_one_process_all_reduce():
         assert t.tolist() == list(np.arange(8.0))
     finally:
         dist.destroy_process_group()
+
+
+def test_complex_views_and_fft_on_the_gpu():
+    """view_as_real / view_as_complex alias device memory (a non-contiguous input too), the parts
+    are views, torch.fft on cuda matches NumPy and its gradients stay on the device."""
+    import tensorplug.fft as F
+    rng = np.random.default_rng(0)
+    z = rng.standard_normal((3, 4)) + 1j * rng.standard_normal((3, 4))
+    t = torch.tensor(z, dtype=torch.complex128, device="cuda")
+    v = torch.view_as_real(t)
+    v[0, 0, 1] = 5.0
+    assert t[0, 0].item() == complex(z[0, 0].real, 5.0)
+    t.imag[1] = 0.0
+    assert (t.cpu().numpy()[1].imag == 0).all()
+    pairs = torch.zeros(4, 3, 2, dtype=torch.float64, device="cuda")[:, ::2]     # rows strided, pairs contiguous
+    c = torch.view_as_complex(pairs)
+    c[0, 1] = 2 - 3j
+    assert pairs[0, 1].tolist() == [2.0, -3.0]
+    x = rng.standard_normal((2, 6))
+    _close(F.rfft(torch.tensor(x, device="cuda")).cpu().numpy().real, np.fft.rfft(x).real, 1e-12, 1e-12)
+    _close(F.ifft2(torch.tensor(z, device="cuda"), norm="ortho").cpu().numpy().imag,
+           np.fft.ifft2(z, norm="ortho").imag, 1e-12, 1e-12)
+    _close(F.irfft(torch.tensor(z, device="cuda"), n=7).cpu().numpy(), np.fft.irfft(z, n=7), 1e-12, 1e-12)
+    xg = torch.tensor(x, device="cuda", requires_grad=True)
+    F.rfft(xg).abs().sum().backward()
+    assert xg.grad.device == xg.device and xg.grad.dtype is torch.float64

@@ -15,7 +15,7 @@ runner = CliRunner()
 
 
 def _invoke(*args):
-    result = runner.invoke(app, list(args))
+    result = runner.invoke(app, list(args), env={"COLUMNS": "200"})     # wide: no cell wraps
     assert result.exit_code == 0, (result.output, result.exception)
     return result.output
 
@@ -33,7 +33,7 @@ def test_list_table_shows_every_column(add_backend):
     assert rows["numpy_alt"].rstrip().endswith("no")
     assert rows["mpi"].split()[1] == "communication"
     if not tensorplug.backends.get("cuda").is_available()[0]:
-        assert "unavailable: " in rows["cuda"]
+        assert "unavailable" in rows["cuda"] and "cuda unavailable: " in out      # the reason below the table
 
 
 def test_list_json(add_backend):

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -74,6 +75,7 @@ class Job:
     def result(self):
         """The JSON object of rank 0's `RESULT ...` line (AssertionError with the output if none)."""
         for line in self.stdout.splitlines():
+            line = re.sub(r"^\[rank\d+\]:", "", line)        # `tensorplug run` prefixes the rank
             if line.startswith("RESULT "):
                 return json.loads(line[len("RESULT "):])
         raise AssertionError(f"no RESULT line (exit {self.returncode}, timed out: {self.timed_out})\n"

@@ -68,8 +68,10 @@ def test_dry_run_passes_script_arguments_through(tmp_path):
     r = runner.invoke(app, ["run", "-n", "3", "--mpiexec", exe, "--dry-run", str(script), "--epochs", "2",
                             "-n", "9", "--help"])
     assert r.exit_code == 0, r.output
-    assert r.output.split() == [exe, "-n", "3", sys.executable, "-m", "mpi4py", str(script), "--epochs", "2",
-                                "-n", "9", "--help"]
+    assert r.output.split() == [exe, "-n", "3", sys.executable, "-m", "tensorplug.cli.rank_output", str(script),
+                                "--epochs", "2", "-n", "9", "--help"]
+    r = runner.invoke(app, ["run", "-n", "2", "--mpiexec", exe, "--dry-run", "--no-prefix", str(script)])
+    assert r.exit_code == 0 and r.output.split() == [exe, "-n", "2", sys.executable, "-m", "mpi4py", str(script)]
 
 
 def test_open_mpi_gets_root_and_oversubscribe_flags(tmp_path, monkeypatch):
@@ -80,7 +82,8 @@ def test_open_mpi_gets_root_and_oversubscribe_flags(tmp_path, monkeypatch):
     assert r.exit_code == 0, r.output
     words = r.output.split()
     assert "--oversubscribe" in words and ("--allow-run-as-root" in words) == (os.geteuid() == 0)
-    assert words[-8:] == ["--bind-to", "none", sys.executable, "-m", "mpi4py", "-m", "pkg.train", "x"]
+    assert words[-8:] == ["--bind-to", "none", sys.executable, "-m", "tensorplug.cli.rank_output", "-m",
+                          "pkg.train", "x"]
     for var in run_mod.THREAD_VARS:
         monkeypatch.delenv(var, raising=False)
     env = run_mod.launch_env("openmpi", 4)

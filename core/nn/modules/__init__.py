@@ -11,3 +11,5 @@ for _f in _FILES:
         globals()[_name] = getattr(_m, _name)
         __all__.append(_name)
 del _f, _m
+# PyTorch's file names for layers written elsewhere (they give the classes PyTorch's pickle paths)
+from . import batchnorm, channelshuffle, flatten, fold, instancenorm  # noqa: E402,F401

@@ -326,3 +326,11 @@ class Softmax2d(Module):
         if input.ndim not in (3, 4):
             raise ValueError(f"Softmax2d: expected input to be 3D or 4D, got {input.ndim}D instead")
         return F.softmax(input, -3, _stacklevel=5)
+
+
+def __getattr__(name):
+    # torch.nn.modules.activation.MultiheadAttention (defined in attention.py, which imports this file)
+    if name == "MultiheadAttention":
+        from .attention import MultiheadAttention
+        return MultiheadAttention
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

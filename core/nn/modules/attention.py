@@ -5,14 +5,10 @@ from ...ops import attention as _A
 from ...ops.creation import empty
 from .. import init
 from ..parameter import Parameter
-from .linear import Linear
+from .linear import NonDynamicallyQuantizableLinear
 from .module import Module
 
 __all__ = ["MultiheadAttention"]
-
-
-class NonDynamicallyQuantizableLinear(Linear):
-    """MultiheadAttention.out_proj's class in PyTorch (a plain Linear; kept for the name in reprs)."""
 
 
 class MultiheadAttention(Module):
@@ -107,3 +103,6 @@ class MultiheadAttention(Module):
         if self.batch_first and is_batched:
             out = out.transpose(1, 0)
         return out, weights
+
+
+MultiheadAttention.__module__ = "tensorplug.nn.modules.activation"     # PyTorch's path, which pickles name

@@ -53,6 +53,10 @@ class Linear(Module):
         return f"in_features={self.in_features}, out_features={self.out_features}, bias={self.bias is not None}"
 
 
+class NonDynamicallyQuantizableLinear(Linear):
+    """MultiheadAttention.out_proj's class in PyTorch (a plain Linear; pickles and reprs name it)."""
+
+
 class LazyLinear(Linear):
     """A Linear whose in_features is taken from the first input: weight and bias are
     UninitializedParameters until then; the first forward materialises and initialises them and the

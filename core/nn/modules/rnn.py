@@ -24,6 +24,7 @@ import numbers
 import warnings
 
 from ... import ops as _ops  # noqa: F401  (makes sure every op family is attached)
+from ...amp.state import state as _amp
 from ...autograd import grad_mode
 from ...autograd.graph import needs_grad, record_multi
 from ...tensor import Tensor, _make
@@ -66,6 +67,8 @@ def _split_rows(x, sizes):
 
 
 def _linear(x, w_t, b):
+    if _amp.on and b is not None:      # one addmm, as PyTorch's linear: autocast casts the bias too
+        return _tp().addmm(b, x, w_t)
     y = x.mm(w_t)
     return y if b is None else y + b
 
@@ -277,7 +280,12 @@ class RNNBase(Module):
             s += ", bidirectional={bidirectional}"
         return s.format(**self.__dict__)
 
+    def __getstate__(self):
+        # PyTorch's RNNs keep the parameter list `_flat_weights` in their state: pickles carry it
+        return {**self.__dict__, "_flat_weights": self._flat_weights}
+
     def __setstate__(self, state):
+        state = {k: v for k, v in state.items() if k not in ("_flat_weights", "_flat_weight_refs")}
         super().__setstate__(state)
         if "proj_size" not in self.__dict__:
             self.proj_size = 0
@@ -346,6 +354,8 @@ class RNNBase(Module):
         """x: (rows, input_size), time-major packed; states: tuple of (L*D, B, ·) tensors.
 
         Returns (output rows, tuple of final (L*D, B, ·) states)."""
+        if _amp.on:        # PyTorch's CPU LSTM kernel is listed: input and states in the autocast dtype
+            x, states = _amp.cast(self.mode.lower(), (x, states))
         tp = _tp()
         step = _STEPS[self.mode]
         nd = self._num_directions
@@ -596,6 +606,8 @@ class RNNCellBase(Module):
         return _tp().zeros(input.size(0), self.hidden_size, dtype=input.dtype, device=input.device)
 
     def _cell(self, mode, input, states):
+        if _amp.on:        # the CUDA cell kernels are listed (the products then cast the weights)
+            input, states = _amp.cast(mode.lower() + "_cell", (input, states))
         b_ih, b_hh = self.bias_ih, self.bias_hh
         if mode == "GRU":
             gi = _linear(input, self.weight_ih.t(), b_ih)

@@ -10,7 +10,7 @@ import warnings
 
 import numpy as np
 
-from .opdb._base import FLOAT, A, Raw, ref_args, rng_for
+from .opdb._base import COMPLEX, FLOAT, REAL_OF, A, Raw, ref_args, rng_for
 
 
 class CheckFailure(AssertionError):
@@ -101,6 +101,22 @@ def compare_arrays(got: np.ndarray, want: np.ndarray, tol, dtype, inputs=None) -
         return f"shape {got.shape}, expected {want.shape}"
     if got.size == 0:
         return None
+    if dtype in COMPLEX or (got.dtype.kind == "c" and dtype == "exact"):
+        # each part compared as floats (NaN equal to NaN, infinities exact), or the values within tol of
+        # each other relative to the magnitude (a tiny part of a large value carries the large one's error)
+        near = np.zeros(got.shape, dtype=bool)
+        if dtype in COMPLEX:
+            g, w = got.astype(np.complex128), want.astype(np.complex128)
+            with np.errstate(all="ignore"):
+                near = np.isfinite(g) & np.isfinite(w) & (np.abs(g - w) <= tol[1] + tol[0] * np.abs(w))
+        for part in ("real", "imag"):
+            g_part, w_part = np.array(getattr(got, part), copy=True), np.asarray(getattr(want, part))
+            g_part[near] = w_part[near]
+            err = compare_arrays(g_part, w_part, tol, REAL_OF.get(dtype, dtype),
+                                 [getattr(np.asarray(x), part) for x in inputs] if inputs else None)
+            if err:
+                return f"{part} parts: {err}"
+        return None
     if dtype in FLOAT:
         g, w = got.astype(np.float64), want.astype(np.float64)
         rtol, atol = tol
@@ -110,7 +126,7 @@ def compare_arrays(got: np.ndarray, want: np.ndarray, tol, dtype, inputs=None) -
         what = f"(rtol {rtol:g}, atol {atol:g})"
     else:
         close = got == want
-        if got.dtype.kind == "f" and want.dtype.kind == "f":
+        if got.dtype.kind in "fV" and want.dtype.kind in "fV":     # (V: ml_dtypes' bfloat16)
             close |= np.isnan(got) & np.isnan(want)
         what = "(exact)"
     if close.all():

@@ -31,6 +31,7 @@ class GradRecord:
     atol: float = 1e-5
     rtol: float = 1e-3
     available: Callable | None = None
+    needs: tuple = ()          # dtypes the backend must declare (complex ones for complex autograd)
 
 
 GRAD_RECORDS: dict[str, GradRecord] = {}
@@ -188,6 +189,19 @@ grad("layer_norm", lambda x, w, b: F().layer_norm(x, (3,), w, b), ins(U(2, 3), U
 grad("embedding_bag", lambda w: F().embedding_bag(t().tensor([0, 2, 2, 1], device=w.device), w,
                                                   t().tensor([0, 1], device=w.device), mode="mean"),
      ins(U(3, 2)), family="nn", available=_has("embedding_bag"))
+
+# complex autograd and FFTs: complex values made from float64 inputs, real results (PyTorch's convention:
+# the gradient of z is dL/dRe + i dL/dIm), checked in the inputs' real coordinates
+_C = ("complex128",)
+grad("complex_mul_abs", lambda a, b: (t().complex(a, b) * t().complex(b, a) + 1j).abs(), ins(U(2, 3), U(2, 3)),
+     needs=_C)
+grad("complex_exp_div", lambda a, b: t().view_as_real(t().complex(a, b).exp() / t().complex(b, a + 3.0)),
+     ins(U(3), U(3)), needs=_C)
+grad("complex_matmul", lambda a, b: (t().complex(a, b) @ t().complex(b, a).mT).angle(), ins(U(2, 3), U(2, 3)),
+     needs=_C)
+grad("fft_rfft", lambda x: t().fft.rfft(x, norm="ortho").abs(), ins(U(2, 5)), needs=_C)
+grad("fft_irfft", lambda a, b: t().fft.irfft(t().complex(a, b), n=7), ins(U(4), U(4)), needs=_C)
+grad("fft_fft2", lambda a, b: t().view_as_real(t().fft.fft2(t().complex(a, b))), ins(U(2, 3), U(2, 3)), needs=_C)
 
 
 # -- running them ----------------------------------------------------------------------------------

@@ -8,5 +8,6 @@ validates arguments, `ErrorCase`s. See `_base.py` for the fields and helpers.
 from ._base import RECORDS, A, ErrorCase, OpRecord, Raw, Sample, register  # noqa: F401
 from . import creation, indexing, linalg, movement, optional, pointwise, random, reduction  # noqa: F401,E402
 from . import nn  # noqa: F401,E402
+from . import complex, fft  # noqa: F401,E402
 
 __all__ = ["RECORDS", "OpRecord", "Sample", "A", "Raw", "ErrorCase", "register"]

@@ -19,19 +19,26 @@ from typing import Any, Callable
 
 import numpy as np
 
-FLOAT = ("float16", "float32", "float64")
+FLOAT = ("float16", "bfloat16", "float32", "float64")     # bfloat16: checked where a backend declares it
 SINT = ("int8", "int16", "int32", "int64")
 INT = SINT + ("uint8",)
 NUMERIC = FLOAT + INT
 BOOL = ("bool",)
 ALL = NUMERIC + BOOL
 INTBOOL = INT + BOOL
+# complex dtypes: a record lists them only where the kernel must take complex arrays; a backend that
+# does not declare them is not checked on them
+COMPLEX = ("complex64", "complex128")
+REAL_OF = {"complex64": "float32", "complex128": "float64"}
 
 # (rtol, atol) per dtype; integer and bool results are compared exactly
-TOL = {"float16": (2e-3, 1e-4), "float32": (1e-5, 1e-6), "float64": (1e-10, 1e-12)}
-LOOSE = {"float16": (1e-2, 1e-2), "float32": (1e-4, 1e-5), "float64": (1e-9, 1e-10)}
-BIG = {"float16": 6.0e4, "float32": 3.0e38, "float64": 1.0e300}
-TINY = {"float16": 6.1e-5, "float32": 1.2e-38, "float64": 2.3e-308}
+# bfloat16 keeps 8 significant bits to float16's 11: its tolerances are float16's, about 8 times wider
+TOL = {"float16": (2e-3, 1e-4), "bfloat16": (1.6e-2, 1e-3), "float32": (1e-5, 1e-6), "float64": (1e-10, 1e-12)}
+LOOSE = {"float16": (1e-2, 1e-2), "bfloat16": (5e-2, 5e-2), "float32": (1e-4, 1e-5), "float64": (1e-9, 1e-10)}
+for _c, _r in REAL_OF.items():          # complex values: each part within its float dtype's tolerance
+    TOL[_c], LOOSE[_c] = TOL[_r], LOOSE[_r]
+BIG = {"float16": 6.0e4, "bfloat16": 3.0e38, "float32": 3.0e38, "float64": 1.0e300}
+TINY = {"float16": 6.1e-5, "bfloat16": 1.2e-38, "float32": 1.2e-38, "float64": 2.3e-308}
 
 
 class A:
@@ -165,6 +172,9 @@ def values(rng, dtype, shape, lo=None, hi=None):
     """Random values of `dtype` in [lo, hi] (defaults: floats in [-5, 5], integers in [-20, 20] clipped
     to the dtype's range, bools 50/50)."""
     shape = tuple(shape)
+    if dtype in COMPLEX:        # real and imaginary parts each in [lo, hi]
+        return _make_complex(values(rng, REAL_OF[dtype], shape, lo, hi), values(rng, REAL_OF[dtype], shape, lo, hi),
+                             dtype)
     if dtype == "bool":
         return np.asarray(rng.random(shape) < 0.5)
     if dtype in FLOAT:
@@ -182,6 +192,16 @@ def edges(dtype):
     floats; 0, +-1 and the extremes for integers; both bools."""
     if dtype == "bool":
         return np.array([True, False, True, False])
+    if dtype in COMPLEX:
+        # the real edge values but the largest and tiniest magnitudes (where single-precision complex
+        # arithmetic over- and underflows where the float64 reference does not), with imaginary
+        # parts 0, 1, -2.5, inf and nan
+        re = edges(REAL_OF[dtype])
+        re = re[(np.abs(re) < BIG[REAL_OF[dtype]]) & ((np.abs(re) > TINY[REAL_OF[dtype]]) | (re == 0))
+                | np.isnan(re) | np.isinf(re)]
+        im = np.array([0.0, 1.0, -2.5, math.inf, math.nan], dtype=re.dtype)
+        a, b = np.meshgrid(re, im, indexing="ij")
+        return _make_complex(a.reshape(-1), b.reshape(-1), dtype)
     if dtype in FLOAT:
         big, tiny = BIG[dtype], TINY[dtype]
         return np.array([0.0, -0.0, 1.0, -1.0, 0.5, -2.5, 3.0, math.inf, -math.inf, math.nan, big, -big,
@@ -193,6 +213,12 @@ def edges(dtype):
     return np.array(vals, dtype=dtype)
 
 
+def _make_complex(re, im, dtype):
+    out = np.empty(np.shape(re), dtype=dtype)
+    out.real, out.imag = re, im         # (re + 1j * im would turn inf * 1j into nan + inf j)
+    return out
+
+
 def to_ref(v):
     """A sample value as the reference sees it: float64 for floats, int64 for integers."""
     if isinstance(v, A):
@@ -201,8 +227,10 @@ def to_ref(v):
         v = v.value
     else:
         return v
-    if v.dtype.kind == "f":
+    if v.dtype.kind == "f" or v.dtype.name == "bfloat16":
         return v.astype(np.float64)
+    if v.dtype.kind == "c":
+        return v.astype(np.complex128)
     if v.dtype.kind in "iu":
         return v.astype(np.int64)
     return v.copy()
@@ -228,6 +256,8 @@ def scalar(dtype, v=None):
         return True if v is None else bool(v)
     if dtype in FLOAT:
         return 2.5 if v is None else float(v)
+    if dtype in COMPLEX:
+        return complex(2.5, -1.5) if v is None else complex(v)
     return 3 if v is None else int(v)
 
 
@@ -250,7 +280,7 @@ def unary_samples(dtype, rng, lo=None, hi=None, edge=True, edge_filter=None):
     if edge:
         e = edges(dtype)
         if edge_filter is not None:
-            e = e[edge_filter(e.astype(np.float64) if dtype != "bool" else e)]
+            e = e[edge_filter(_f(e))]
         out.append(Sample((A(e),), desc=f"edge values {_fmt_vals(e)}"))
     return out
 
@@ -291,6 +321,8 @@ def binary_samples(dtype, rng, lo=None, hi=None, rlo=None, rhi=None, edge=True, 
 
 
 def _f(a):
+    if a.dtype.kind == "c":
+        return a.astype(np.complex128)
     return a.astype(np.float64) if a.dtype != np.bool_ else a
 
 

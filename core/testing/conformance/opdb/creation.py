@@ -5,7 +5,7 @@ import math
 
 import numpy as np
 
-from ._base import ALL, FLOAT, INT, NUMERIC, A, ErrorCase, OpRecord, Raw, Sample, edges, register, values
+from ._base import ALL, COMPLEX, FLOAT, INT, NUMERIC, A, ErrorCase, OpRecord, Raw, Sample, edges, register, values
 
 
 def _torch():
@@ -26,7 +26,7 @@ def _from_numpy_samples(dt, rng):
             Sample((Raw(edges(dt)),), desc="edge values")]
 
 
-register(OpRecord("from_numpy", "creation", ALL, _from_numpy_samples, ref=lambda a: a,
+register(OpRecord("from_numpy", "creation", ALL + COMPLEX, _from_numpy_samples, ref=lambda a: a,
                   doc="from_numpy(a) has a's values and dtype; read back with to_numpy"))
 
 
@@ -37,13 +37,15 @@ def _to_numpy_samples(dt, rng):
             Sample((A(edges(dt)),))]
 
 
-register(OpRecord("to_numpy", "creation", ALL, _to_numpy_samples, ref=lambda x: x,
+register(OpRecord("to_numpy", "creation", ALL + COMPLEX, _to_numpy_samples, ref=lambda x: x,
                   doc="to_numpy(x) returns a numpy.ndarray (checked with isinstance) with x's values"))
 
 
 def _full_samples(dt, rng):
     if dt == "bool":
         vals = [True, False]
+    elif dt in COMPLEX:
+        vals = [complex(1.5, -2.0), complex(math.nan, 1.0), complex(math.inf, -math.inf), complex(-0.0, 0.0), 2.25]
     elif dt in FLOAT:
         vals = [1.5, -0.0, math.nan, math.inf, -math.inf, -2.25]
     else:
@@ -53,7 +55,7 @@ def _full_samples(dt, rng):
     return [Sample((shapes[i % len(shapes)], v, dt)) for i, v in enumerate(vals)]
 
 
-register(OpRecord("full", "creation", ALL, _full_samples, ref=lambda shape, value, dtype: np.full(shape, value),
+register(OpRecord("full", "creation", ALL + COMPLEX, _full_samples, ref=lambda shape, value, dtype: np.full(shape, value),
                   errors=[ErrorCase("full with a negative size", lambda T: _torch().full((-1, 2), 1.0),
                                     (RuntimeError, ValueError))]))
 
@@ -75,6 +77,8 @@ register(OpRecord("arange", "creation", NUMERIC, _arange_samples,
 
 
 def _astype_samples(dt, rng):
+    if dt in COMPLEX:
+        return _astype_complex_samples(dt, rng)
     out = []
     for target in ALL:
         if dt in FLOAT and target in INT:
@@ -100,6 +104,26 @@ def _astype_samples(dt, rng):
     other = "float32" if dt != "float32" else "int64"
     out += [Sample((A(v(3, 4), "T"), other), needs=(other,)), Sample((A(v()), other), needs=(other,)),
             Sample((A(v(0, 2)), other), needs=(other,)), Sample((A(v(3, 4), "S"), dt))]
+    for target in COMPLEX:      # real values become complex with a zero imaginary part
+        x = edges(dt) if dt in FLOAT else np.concatenate([values(rng, dt, (6,)), edges(dt)])
+        out.append(Sample((A(x), target), desc=f"to {target}: edge values", needs=(target,)))
+    return out
+
+
+def _astype_complex_samples(dt, rng):
+    """Complex to complex keeps both parts; to a real dtype keeps the real part (C++'s cast, as
+    PyTorch's kernels: the frontend warns); to bool: nonzero in either part."""
+    out = [Sample((A(edges(dt)), target), desc=f"to {target}: edge values", needs=(target,))
+           for target in COMPLEX + ("float32", "float64", "bool")]
+    x = values(rng, dt, (12,), -100, 100)
+    for target in ("int64", "int32", "int16", "uint8"):
+        if target == "uint8":
+            x = values(rng, dt, (12,), 0, 200)
+        out.append(Sample((A(x), target), desc=f"to {target}: real parts in range, truncated", needs=(target,)))
+    v = lambda *s: values(rng, dt, s)  # noqa: E731
+    other = "complex128" if dt == "complex64" else "complex64"
+    out += [Sample((A(v(3, 4), "T"), other), needs=(other,)), Sample((A(v()), "float32"), needs=("float32",)),
+            Sample((A(v(0, 2)), other), needs=(other,)), Sample((A(v(3, 4), "S"), dt))]
     return out
 
 
@@ -112,7 +136,7 @@ def _astype_ref(x, dtype):
         return np.asarray(x).astype(dtype)
 
 
-register(OpRecord("astype", "creation", ALL, _astype_samples, ref=_astype_ref, out_dtype=_astype_dtype,
+register(OpRecord("astype", "creation", ALL + COMPLEX, _astype_samples, ref=_astype_ref, out_dtype=_astype_dtype,
                   view="copy", doc="C casts: floats truncate toward zero, integers wrap, nonzero is True"))
 
 
@@ -123,7 +147,7 @@ def _copy_samples(dt, rng):
             Sample((A(v(0, 3)),)), Sample((A(edges(dt)),))]
 
 
-register(OpRecord("copy", "creation", ALL, _copy_samples, ref=lambda x: np.array(x, copy=True), view="copy"))
+register(OpRecord("copy", "creation", ALL + COMPLEX, _copy_samples, ref=lambda x: np.array(x, copy=True), view="copy"))
 
 
 def _assign_samples(dt, rng):
@@ -141,6 +165,6 @@ def _assign_samples(dt, rng):
     ]
 
 
-register(OpRecord("assign", "creation", ALL, _assign_samples,
+register(OpRecord("assign", "creation", ALL + COMPLEX, _assign_samples,
                   ref=lambda dst, src: np.broadcast_to(np.asarray(src), np.shape(dst)).copy(), inplace=0,
                   doc="assign(dst, src) writes src (broadcast) into dst, which may be a view"))

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._base import ALL, A, ErrorCase, OpRecord, Sample, register, values
+from ._base import ALL, COMPLEX, A, ErrorCase, OpRecord, Sample, register, values
 
 
 def _torch():
@@ -26,7 +26,7 @@ def _index_samples(dt, rng):
         Sample((A(x43), (_ix([0, 2, 2, 1]),)), desc="rows [0, 2, 2, 1] (repeated)"),
         Sample((A(v(4, 3), "T"), (S, _ix([2, 0]))), desc="transposed x, [:, [2, 0]]"),
         Sample((A(v(4, 3)), (_ix([[0], [3]]), _ix([0, 2, 1]))), desc="broadcast index arrays (2,1) and (3,)"),
-        Sample((A(x43), (A(x43.astype(np.float64) > 0 if dt != "bool" else x43),)), desc="bool mask of x's shape"),
+        Sample((A(x43), (A(x43.real.astype(np.float64) > 0 if dt != "bool" else x43),)), desc="bool mask of x's shape"),
         Sample((A(v(4, 3)), (A(np.array([True, False, True, True])),)), desc="bool mask of the rows"),
         Sample((A(v(2, 3, 4)), (1, S, _ix([3, 0, 3]))), desc="[1, :, [3, 0, 3]]"),
         Sample((A(v(2, 3, 4)), (_ix([1, 0]), S, _ix([2, 2]))),
@@ -40,7 +40,7 @@ def _index_samples(dt, rng):
     ]
 
 
-register(OpRecord("index", "indexing", ALL, _index_samples, ref=lambda x, key: x[key],
+register(OpRecord("index", "indexing", ALL + COMPLEX, _index_samples, ref=lambda x, key: x[key],
                   errors=[ErrorCase("index 5 into a dimension of size 3",
                                     lambda T: T([1.0, 2.0, 3.0])[T([0, 5])], IndexError),
                           ErrorCase("a bool mask of the wrong shape",
@@ -58,7 +58,7 @@ def _index_put_samples(dt, rng):
         Sample((A(v(5, 3), "T"), (S, _ix([2, 0])), A(v(5, 2)), False), desc="transposed x"),
         Sample((A(v(4, 6), "S"), (_ix([0, 0, 3]), _ix([5, 5, 1])), A(v(3)), True),
                desc="strided x, repeated points, accumulate"),
-        Sample((A(x), (A(x.astype(np.float64) > 0 if dt != "bool" else x),), A(v(1)), False),
+        Sample((A(x), (A(x.real.astype(np.float64) > 0 if dt != "bool" else x),), A(v(1)), False),
                desc="bool mask, one value broadcast"),
         Sample((A(v(2, 3, 4)), (1, S, _ix([3, 0])), A(v(2, 3)), True),
                desc="[1, :, [3, 0]] += values: the int and the array broadcast, their dim goes first"),
@@ -76,9 +76,10 @@ def _index_put_ref(x, key, values, accumulate):
     return x
 
 
-ACCUMULATE_TOL = {"float16": (1e-2, 1e-3)}      # float16 sums of repeated indices round at each step
+# float16 / bfloat16 sums of repeated indices round at each step
+ACCUMULATE_TOL = {"float16": (1e-2, 1e-3), "bfloat16": (8e-2, 1e-2)}
 
-register(OpRecord("index_put", "indexing", ALL, _index_put_samples, ref=_index_put_ref, inplace=0,
+register(OpRecord("index_put", "indexing", ALL + COMPLEX, _index_put_samples, ref=_index_put_ref, inplace=0,
                   tol=ACCUMULATE_TOL,
                   errors=[ErrorCase("index 7 into a dimension of size 3",
                                     lambda T: T([1.0, 2.0, 3.0]).index_put_((T([7]),), T([1.0])), IndexError)],
@@ -99,7 +100,7 @@ def _gather_samples(dt, rng):
     ]
 
 
-register(OpRecord("gather", "indexing", ALL, _gather_samples,
+register(OpRecord("gather", "indexing", ALL + COMPLEX, _gather_samples,
                   ref=lambda x, idx, axis: np.take_along_axis(x, idx, axis),
                   errors=[ErrorCase("gather with index 4 on a dimension of size 2",
                                     lambda T: _torch().gather(T([[1.0, 2.0]]), 1, T([[0, 4]])),
@@ -152,9 +153,9 @@ def _scatter_error(fname):
                      (RuntimeError, IndexError))
 
 
-register(OpRecord("scatter", "indexing", ALL, _scatter_samples, ref=_scatter_ref(False), inplace=0,
+register(OpRecord("scatter", "indexing", ALL + COMPLEX, _scatter_samples, ref=_scatter_ref(False), inplace=0,
                   errors=[_scatter_error("scatter")], doc="in place; indices distinct along the axis here"))
-register(OpRecord("scatter_add", "indexing", ALL, lambda dt, rng: _scatter_samples(dt, rng, unique=False),
+register(OpRecord("scatter_add", "indexing", ALL + COMPLEX, lambda dt, rng: _scatter_samples(dt, rng, unique=False),
                   ref=_scatter_ref(True), inplace=0, tol=ACCUMULATE_TOL, errors=[_scatter_error("scatter_add")],
                   doc="in place; repeated indices are summed"))
 

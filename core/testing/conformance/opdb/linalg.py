@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._base import FLOAT, INT, A, ErrorCase, OpRecord, Sample, register, values
+from ._base import COMPLEX, FLOAT, INT, A, ErrorCase, OpRecord, Sample, register, values
 
 
 def _torch():
@@ -11,7 +11,8 @@ def _torch():
     return tensorplug
 
 
-MATMUL_TOL = {"float16": (1e-2, 1e-2), "float32": (1e-5, 1e-5), "float64": (1e-11, 1e-11)}
+MATMUL_TOL = {"float16": (1e-2, 1e-2), "bfloat16": (2e-2, 2e-2), "float32": (1e-5, 1e-5), "float64": (1e-11, 1e-11),
+              "complex64": (1e-5, 1e-5), "complex128": (1e-11, 1e-11)}
 SOLVE_TOL = {"float32": (1e-4, 1e-4), "float64": (1e-9, 1e-10)}
 
 
@@ -30,7 +31,7 @@ def _matmul_samples(dt, rng):
     ]
 
 
-register(OpRecord("matmul", "linalg", FLOAT + INT, _matmul_samples, ref=np.matmul, tol=MATMUL_TOL,
+register(OpRecord("matmul", "linalg", FLOAT + INT + COMPLEX, _matmul_samples, ref=np.matmul, tol=MATMUL_TOL,
                   errors=[ErrorCase("matmul of (2, 3) and (2, 3)",
                                     lambda T: _torch().matmul(T([[1., 2., 3.], [4., 5., 6.]]),
                                                               T([[1., 2., 3.], [4., 5., 6.]])))],

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._base import ALL, A, ErrorCase, OpRecord, Sample, edges, register, scalar, values
+from ._base import ALL, COMPLEX, A, ErrorCase, OpRecord, Sample, edges, register, scalar, values
 
 
 def _torch():
@@ -35,7 +35,7 @@ def _reshape_samples(dt, rng):
     ]
 
 
-register(OpRecord("reshape", "movement", ALL, _reshape_samples, ref=lambda x, shape: np.reshape(x, shape),
+register(OpRecord("reshape", "movement", ALL + COMPLEX, _reshape_samples, ref=lambda x, shape: np.reshape(x, shape),
                   view="write", view_samples=_reshape_view_samples,
                   errors=[ErrorCase("reshape of 6 elements to (4,)",
                                     lambda T: T([[1, 2, 3], [4, 5, 6]]).reshape(4))]))
@@ -49,7 +49,7 @@ def _permute_samples(dt, rng):
             Sample((A(v(2, 3, 4), "R"), (0, 2, 1)))]
 
 
-register(OpRecord("permute", "movement", ALL, _permute_samples, ref=lambda x, axes: np.transpose(x, axes),
+register(OpRecord("permute", "movement", ALL + COMPLEX, _permute_samples, ref=lambda x, axes: np.transpose(x, axes),
                   view="write",
                   errors=[ErrorCase("permute of a 2-d tensor with 3 dims",
                                     lambda T: T([[1, 2], [3, 4]]).permute(0, 1, 2))]))
@@ -62,7 +62,7 @@ def _broadcast_samples(dt, rng):
             Sample((A(v(1, 3), "S"), (4, 2, 3))), Sample((A(v(0)), (2, 0))), Sample((A(v(3, 1), "T"), (3, 4)))]
 
 
-register(OpRecord("broadcast_to", "movement", ALL, _broadcast_samples,
+register(OpRecord("broadcast_to", "movement", ALL + COMPLEX, _broadcast_samples,
                   ref=lambda x, shape: np.broadcast_to(x, shape), view="read",
                   errors=[ErrorCase("expand of (3,) to (2, 4)", lambda T: T([1, 2, 3]).expand(2, 4))]))
 
@@ -85,7 +85,7 @@ def _slice_samples(dt, rng):
     ]
 
 
-register(OpRecord("slice", "movement", ALL, _slice_samples, ref=lambda x, key: x[key], view="write",
+register(OpRecord("slice", "movement", ALL + COMPLEX, _slice_samples, ref=lambda x, key: x[key], view="write",
                   errors=[ErrorCase("index 5 of a dimension of size 3",
                                     lambda T: T([1, 2, 3])[5], IndexError)]))
 
@@ -98,7 +98,7 @@ def _diagonal_samples(dt, rng):
             Sample((A(v(3, 4)), 0, 1, 0))]
 
 
-register(OpRecord("diagonal", "movement", ALL, _diagonal_samples,
+register(OpRecord("diagonal", "movement", ALL + COMPLEX, _diagonal_samples,
                   ref=lambda x, off, a1, a2: np.diagonal(x, off, a1, a2), view="read",
                   errors=[ErrorCase("diagonal with dim1 == dim2",
                                     lambda T: _torch().diagonal(T([[1, 2], [3, 4]]), 0, 1, 1))]))
@@ -111,7 +111,7 @@ def _flip_samples(dt, rng):
             Sample((A(v()), ())), Sample((A(v(0, 3)), (1,))), Sample((A(v(6), "S"), (0,)))]
 
 
-register(OpRecord("flip", "movement", ALL, _flip_samples, ref=lambda x, axes: np.flip(x, axes),
+register(OpRecord("flip", "movement", ALL + COMPLEX, _flip_samples, ref=lambda x, axes: np.flip(x, axes),
                   errors=[ErrorCase("flip with a repeated dim", lambda T: T([[1, 2]]).flip(0, 0))]))
 
 
@@ -128,7 +128,7 @@ def _concat_samples(dt, rng):
     ]
 
 
-register(OpRecord("concat", "movement", ALL, _concat_samples, ref=lambda xs, axis: np.concatenate(xs, axis),
+register(OpRecord("concat", "movement", ALL + COMPLEX, _concat_samples, ref=lambda xs, axis: np.concatenate(xs, axis),
                   view="copy",
                   errors=[ErrorCase("cat of shapes (2, 3) and (2, 2) along dim 0",
                                     lambda T: _torch().cat([T([[1, 2, 3], [4, 5, 6]]), T([[1, 2], [3, 4]])], 0))]))
@@ -164,7 +164,7 @@ def _pad_error(T):
     return F.pad(T([[1.0, 2.0, 3.0]]), (3, 3), mode="reflect")
 
 
-register(OpRecord("pad", "movement", ALL, _pad_samples, ref=_pad_ref, view="copy",
+register(OpRecord("pad", "movement", ALL + COMPLEX, _pad_samples, ref=_pad_ref, view="copy",
                   errors=[ErrorCase("reflect padding as wide as the dimension", _pad_error,
                                     (RuntimeError, ValueError))],
                   doc="modes constant (with value), reflect (no edge repeat), replicate (edge)"))

@@ -6,8 +6,8 @@ import math
 
 import numpy as np
 
-from ._base import (ALL, FLOAT, INT, INTBOOL, NUMERIC, A, ErrorCase, OpRecord, Sample, binary_samples,
-                    register, unary_samples, values)
+from ._base import (ALL, COMPLEX, FLOAT, INT, INTBOOL, NUMERIC, REAL_OF, A, ErrorCase, OpRecord, Sample,
+                    binary_samples, register, unary_samples, values)
 
 _erf = np.vectorize(math.erf, otypes=[np.float64])
 
@@ -40,9 +40,10 @@ def _torch():
 
 
 # -- unary ---------------------------------------------------------------------------------------
-unary("neg", NUMERIC, np.negative, errors=[ErrorCase(
+unary("neg", NUMERIC + COMPLEX, np.negative, errors=[ErrorCase(
     "neg of a bool tensor", lambda T: _torch().neg(T([True, False])), (RuntimeError, TypeError))])
-unary("abs", NUMERIC, np.abs)
+unary("abs", NUMERIC + COMPLEX, np.abs, out_dtype=lambda dt, s: REAL_OF.get(dt, dt),
+      doc="magnitudes; complex inputs give the matching float dtype")
 def _sign(a):
     r = np.sign(a)
     return np.where(np.isnan(r), 0, r).astype(r.dtype) if r.dtype.kind == "f" else r
@@ -50,9 +51,10 @@ def _sign(a):
 
 unary("sign", NUMERIC, _sign, doc="sign(NaN) is 0, as PyTorch")
 for _n, _f in (("exp", np.exp), ("log", np.log), ("sqrt", np.sqrt), ("sin", np.sin), ("cos", np.cos),
-               ("tanh", np.tanh), ("erf", _erf)):
-    unary(_n, FLOAT, _f)
-unary("tan", FLOAT, np.tan, lo=-1.4, hi=1.4, edge_filter=lambda e: np.abs(e) < 1e4)
+               ("tanh", np.tanh)):
+    unary(_n, FLOAT + COMPLEX, _f)
+unary("erf", FLOAT, _erf)
+unary("tan", FLOAT + COMPLEX, np.tan, lo=-1.4, hi=1.4, edge_filter=lambda e: np.abs(e) < 1e4)
 def _integers_unchanged(f):
     # rounding an integer is the identity; a float64 detour would lose large int64 values
     return lambda a: a.copy() if a.dtype.kind in "iub" else f(a)
@@ -65,7 +67,7 @@ unary("trunc", NUMERIC, _integers_unchanged(np.trunc))
 unary("logical_not", ALL, np.logical_not, out_dtype="bool")
 unary("bitwise_not", INTBOOL, np.invert, errors=[ErrorCase(
     "bitwise_not of a float tensor", lambda T: _torch().bitwise_not(T([1.5])))])
-unary("isnan", FLOAT, np.isnan, out_dtype="bool")
+unary("isnan", FLOAT + COMPLEX, np.isnan, out_dtype="bool", doc="complex: NaN in either part")
 
 
 # -- binary --------------------------------------------------------------------------------------
@@ -105,11 +107,11 @@ def _div_record(name, dtypes, ref, zero_msg=True):
                              errors=errors))
 
 
-binary("add", NUMERIC + ("bool",), np.add, errors=[_broadcast_error("add")])
-binary("sub", NUMERIC, np.subtract, errors=[_broadcast_error("sub"), ErrorCase(
+binary("add", NUMERIC + ("bool",) + COMPLEX, np.add, errors=[_broadcast_error("add")])
+binary("sub", NUMERIC + COMPLEX, np.subtract, errors=[_broadcast_error("sub"), ErrorCase(
     "sub of two bool tensors", lambda T: _torch().sub(T([True]), T([False])))])
-binary("mul", NUMERIC + ("bool",), np.multiply, errors=[_broadcast_error("mul")])
-binary("div", FLOAT, np.true_divide, errors=[_broadcast_error("div")])
+binary("mul", NUMERIC + ("bool",) + COMPLEX, np.multiply, errors=[_broadcast_error("mul")])
+binary("div", FLOAT + COMPLEX, np.true_divide, errors=[_broadcast_error("div")])
 _div_record("floor_divide", NUMERIC, np.floor_divide)
 _div_record("remainder", NUMERIC, np.remainder)
 _div_record("fmod", NUMERIC, np.fmod)
@@ -124,7 +126,8 @@ def _pow_samples(dt, rng):
                desc="negative bases, integral exponents")]
 
 
-register(OpRecord("pow", "pointwise", NUMERIC, _pow_samples, ref=np.power, supports_out=True,
+register(OpRecord("pow", "pointwise", NUMERIC + COMPLEX, _pow_samples, ref=np.power, supports_out=True,
+                  tol={"complex64": (1e-4, 1e-5)},      # exp(b log a) in single precision
                   errors=[_broadcast_error("pow"), ErrorCase(
                       "integer tensor to a negative integer power",
                       lambda T: _torch().pow(T([2, 3]), T([1, -1])))]))
@@ -133,7 +136,10 @@ binary("minimum", ALL, np.minimum, errors=[_broadcast_error("minimum")])
 binary("atan2", FLOAT, np.arctan2, errors=[_broadcast_error("atan2")])
 for _n, _f in (("eq", np.equal), ("ne", np.not_equal), ("lt", np.less), ("le", np.less_equal),
                ("gt", np.greater), ("ge", np.greater_equal)):
-    binary(_n, ALL, _f, out_dtype="bool", errors=[_broadcast_error(_n)])
+    binary(_n, ALL + (COMPLEX if _n in ("eq", "ne") else ()), _f, out_dtype="bool",
+           errors=[_broadcast_error(_n)] + ([ErrorCase(f"{_n} of complex tensors (no order)",
+                                                       lambda T, n=_n: getattr(_torch(), n)(T([1j]), T([2j])),
+                                                       NotImplementedError)] if _n not in ("eq", "ne") else []))
 for _n, _f in (("logical_and", np.logical_and), ("logical_or", np.logical_or),
                ("logical_xor", np.logical_xor)):
     binary(_n, ALL, _f, out_dtype="bool", errors=[_broadcast_error(_n)])
@@ -181,6 +187,6 @@ def _where_samples(dt, rng):
     ]
 
 
-register(OpRecord("where", "pointwise", ALL, _where_samples, ref=lambda c, x, y: np.where(c, x, y),
+register(OpRecord("where", "pointwise", ALL + COMPLEX, _where_samples, ref=lambda c, x, y: np.where(c, x, y),
                   errors=[ErrorCase("where with a condition of shape (2,) and values of shape (3,)",
                                     lambda T: _torch().where(T([True, False]), T([1., 2., 3.]), 0.0))]))

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._base import (ALL, FLOAT, NUMERIC, A, ErrorCase, OpRecord, Sample, edges, reduction_samples,
+from ._base import (ALL, COMPLEX, FLOAT, NUMERIC, A, ErrorCase, OpRecord, Sample, edges, reduction_samples,
                     register, values)
 
 
@@ -17,7 +17,7 @@ def _dim_error(fname, *extra):
                      lambda T: getattr(_torch(), fname)(T([[1., 2.], [3., 4.]]), 2, *extra), IndexError)
 
 
-SUM_TOL = {"float16": (1e-2, 5e-2), "float32": (1e-5, 1e-5), "float64": (1e-12, 1e-12)}
+SUM_TOL = {"float16": (1e-2, 5e-2), "bfloat16": (2e-2, 5e-2), "float32": (1e-5, 1e-5), "float64": (1e-12, 1e-12)}
 
 
 def _sum_samples(dt, rng, lo=None, hi=None):
@@ -27,7 +27,7 @@ def _sum_samples(dt, rng, lo=None, hi=None):
                 Sample((A(v(2, 3, 4), "T"), None, False), {"dtype": "int64"}),
                 Sample((A(v(0, 2)), (0,), True), {"dtype": "int64"})]
     out = reduction_samples(dt, rng, lo, hi)
-    wider = "float64" if dt in FLOAT else "int64"
+    wider = "complex128" if dt in COMPLEX else "float64" if dt in FLOAT else "int64"
     out.append(Sample((A(values(rng, dt, (3, 5), lo, hi), "T"), (0,), False), {"dtype": wider}))
     return out
 
@@ -45,10 +45,10 @@ def _sum_ref(fn):
     return ref
 
 
-register(OpRecord("sum", "reduction", ALL, _sum_samples, ref=_sum_ref(np.sum), out_dtype=_dtype_kw,
+register(OpRecord("sum", "reduction", ALL + COMPLEX, _sum_samples, ref=_sum_ref(np.sum), out_dtype=_dtype_kw,
                   tol=SUM_TOL, errors=[_dim_error("sum")],
                   doc="sums in `dtype` when given, else in x's dtype (integers wrap)"))
-register(OpRecord("prod", "reduction", ALL, lambda dt, rng: _sum_samples(dt, rng, -2, 2),
+register(OpRecord("prod", "reduction", ALL + COMPLEX, lambda dt, rng: _sum_samples(dt, rng, -2, 2),
                   ref=_sum_ref(np.prod), out_dtype=_dtype_kw, tol=SUM_TOL, errors=[_dim_error("prod")]))
 
 
@@ -67,9 +67,9 @@ register(OpRecord("max", "reduction", ALL, _minmax_samples, ref=lambda x, axes, 
                   errors=[_minmax_error("amax")], doc="NaN propagates"))
 register(OpRecord("min", "reduction", ALL, _minmax_samples, ref=lambda x, axes, k: np.min(x, axis=axes, keepdims=k),
                   errors=[_minmax_error("amin")], doc="NaN propagates"))
-register(OpRecord("any", "reduction", ALL, lambda dt, rng: reduction_samples(dt, rng),
+register(OpRecord("any", "reduction", ALL + COMPLEX, lambda dt, rng: reduction_samples(dt, rng),
                   ref=lambda x, axes, k: np.any(x, axis=axes, keepdims=k), out_dtype="bool"))
-register(OpRecord("all", "reduction", ALL, lambda dt, rng: reduction_samples(dt, rng),
+register(OpRecord("all", "reduction", ALL + COMPLEX, lambda dt, rng: reduction_samples(dt, rng),
                   ref=lambda x, axes, k: np.all(x, axis=axes, keepdims=k), out_dtype="bool"))
 
 
@@ -116,9 +116,9 @@ def _scan_samples(dt, rng, lo=None, hi=None):
     ]
 
 
-register(OpRecord("cumsum", "reduction", NUMERIC, _scan_samples,
+register(OpRecord("cumsum", "reduction", NUMERIC + COMPLEX, _scan_samples,
                   ref=lambda x, axis: np.cumsum(x, axis=axis), tol=SUM_TOL, errors=[_dim_error("cumsum")]))
-register(OpRecord("cumprod", "reduction", NUMERIC, lambda dt, rng: _scan_samples(dt, rng, -2, 2),
+register(OpRecord("cumprod", "reduction", NUMERIC + COMPLEX, lambda dt, rng: _scan_samples(dt, rng, -2, 2),
                   ref=lambda x, axis: np.cumprod(x, axis=axis), tol=SUM_TOL, errors=[_dim_error("cumprod")]))
 
 

@@ -9,8 +9,12 @@
 
 Importing this module imports no CuPy; asking a question does (through the backend). Without a
 usable CUDA backend: is_available() is False, device_count() is 0, the seeding functions and
-empty_cache() do nothing (as in PyTorch), and everything that needs a device raises RuntimeError
-with the backend's reason.
+empty_cache() do nothing and the memory counters read 0 (as in PyTorch), and everything that needs a
+device raises RuntimeError with the backend's reason (PyTorch built without CUDA raises AssertionError
+there; tensorplug always ships its CUDA backend, like a CUDA build of PyTorch on a machine without GPU).
+
+`tensorplug.cuda.amp` (torch.cuda.amp) will need this module to become a package: move this file to
+core/cuda/__init__.py unchanged and add core/cuda/amp.py beside it.
 """
 from __future__ import annotations
 
@@ -18,13 +22,14 @@ DEVICE_TYPE = "cuda"
 
 __all__ = ["is_available", "device_count", "current_device", "set_device", "device", "synchronize",
            "manual_seed", "manual_seed_all", "seed", "seed_all", "initial_seed", "get_rng_state",
-           "set_rng_state", "empty_cache", "memory_allocated", "get_device_name", "get_device_capability",
+           "set_rng_state", "empty_cache", "memory_allocated", "max_memory_allocated", "memory_reserved",
+           "reset_peak_memory_stats", "get_device_name", "get_device_capability", "is_bf16_supported",
            "set_allow_tf32", "is_tf32_enabled", "backend"]
 
 
 def backend(required=True):
     """The backend serving "cuda" (None, or RuntimeError with the reason, when there is none)."""
-    from .dispatch import registry
+    from ..dispatch import registry
     try:
         return registry.backend_for(DEVICE_TYPE)
     except RuntimeError:
@@ -62,7 +67,7 @@ def _index(dev) -> int:
     if isinstance(dev, int):
         index = dev
     else:
-        from .device import as_device
+        from ..device import as_device
         d = as_device(dev)
         if d.type != DEVICE_TYPE:
             raise ValueError(f"expected a {DEVICE_TYPE} device, got {d}")
@@ -80,7 +85,11 @@ def current_device() -> int:
 
 
 def set_device(dev) -> None:
-    """Make `dev` (int, "cuda:N" or a device) the current device."""
+    """Make `dev` (int, "cuda:N" or a device) the current device; a negative index does nothing."""
+    if dev is None:
+        raise ValueError(f"Expected a torch.device with a specified index or an integer, but got:{dev}")
+    if isinstance(dev, int) and dev < 0:
+        return
     _call("set_device", _index(dev))
 
 
@@ -113,19 +122,21 @@ def synchronize(dev=None) -> None:
 
 # -- random numbers ------------------------------------------------------------------------------------
 def _generator(index):
-    from .device import device as Device
-    from .ops.random import default_generator
+    from ..device import device as Device
+    from ..ops.random import default_generator
     return default_generator(Device(DEVICE_TYPE, index))
 
 
 def manual_seed(seed) -> None:
     """Seed the default generator of the current device (ignored without CUDA, as in PyTorch)."""
+    seed = int(seed)
     if is_available():
         _generator(current_device()).manual_seed(seed)
 
 
 def manual_seed_all(seed) -> None:
     """Seed the default generator of every device (ignored without CUDA)."""
+    seed = int(seed)
     for i in range(device_count()):
         _generator(i).manual_seed(seed)
 
@@ -162,10 +173,42 @@ def empty_cache() -> None:
         fn()
 
 
-def memory_allocated(dev=None) -> int:
-    """Bytes held by arrays now (CuPy's memory pool counts all devices together)."""
+def _memory(name, dev) -> int:
+    """A memory counter of the backend (0 without CUDA, as in PyTorch)."""
+    if not is_available():
+        return 0
     _index(dev)
-    return int(_call("memory_allocated"))
+    return int(_call(name))
+
+
+def memory_allocated(dev=None) -> int:
+    """Bytes held by tensors now (CuPy's memory pool counts all devices together)."""
+    return _memory("memory_allocated", dev)
+
+
+def max_memory_allocated(dev=None) -> int:
+    """The peak of memory_allocated() since the last reset_peak_memory_stats() (see the backend for
+    when it starts counting)."""
+    return _memory("max_memory_allocated", dev)
+
+
+def memory_reserved(dev=None) -> int:
+    """Bytes the caching allocator holds: in use, or freed and kept for reuse."""
+    return _memory("memory_reserved", dev)
+
+
+def reset_peak_memory_stats(dev=None) -> None:
+    """Restart the peak that max_memory_allocated() reports from the bytes in use now."""
+    _index(dev)
+    _call("reset_peak_memory_stats")
+
+
+def is_bf16_supported(including_emulation: bool = True) -> bool:
+    """Whether the current device can hold bfloat16 tensors: the backend must support the dtype, and
+    the device natively computes in it (compute capability 8.0 or newer) unless emulation counts."""
+    if not is_available() or "bfloat16" not in backend().dtypes:
+        return False
+    return including_emulation or get_device_capability()[0] >= 8
 
 
 def get_device_name(dev=None) -> str:
@@ -177,11 +220,29 @@ def get_device_capability(dev=None) -> tuple:
 
 
 def set_allow_tf32(allow: bool) -> None:
-    """Let float32 matrix products use TF32 tensor cores (off by default: full float32 precision)."""
-    _call("set_allow_tf32", bool(allow))
+    """Let float32 matrix products use TF32 tensor cores (off by default: full float32 precision).
+    The same switch as tensorplug.backends.cuda.matmul.allow_tf32."""
+    from ..precision import set_cuda_tf32
+    set_cuda_tf32(bool(allow))
+
+
+def _push_tf32(allow: bool) -> None:
+    """Hand the TF32 choice (tensorplug.precision) to the backend serving CUDA, if one is usable."""
+    b = backend(required=False)
+    fn = getattr(b, "set_allow_tf32", None) if b is not None else None
+    if fn is not None:
+        fn(allow)
 
 
 def is_tf32_enabled() -> bool:
     b = backend(required=False)
     fn = getattr(b, "tf32_enabled", None) if b is not None else None
     return bool(fn()) if fn is not None else False
+
+
+def __getattr__(name):
+    # tensorplug.cuda.amp (PyTorch's deprecated torch.cuda.amp) loads on first use
+    if name == "amp":
+        import importlib
+        return importlib.import_module(f"{__name__}.amp")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,0 +1,216 @@
+"""Rerun the unchanged-scripts acceptance: real PyTorch programs, unchanged, through `tensorplug exec`.
+
+The programs are other people's public repositories; none of their code is in this project. Put their
+snapshots in one folder (any of the spellings below per repository) and run:
+
+    python examples/real_programs.py --programs DIR [--torch-python /path/to/torch-venv/bin/python]
+                                     [--only nanogpt,makemore,regression] [--steps N] [--json FILE]
+
+    DIR/nanoGPT   or DIR/karpathy+nanoGPT      (karpathy/nanoGPT)
+    DIR/makemore  or DIR/karpathy+makemore     (karpathy/makemore; ships names.txt)
+    DIR/examples  or DIR/pytorch+examples      (pytorch/examples; uses regression/)
+
+Each program is copied to a scratch folder first, so the snapshots stay as they are. nanoGPT's
+data/shakespeare_char/prepare.py downloads input.txt when it is missing; without a network a
+character corpus is written in its place (Python's own documentation as plain text, ~1 MB), before
+prepare.py runs. The programs' own command-line flags make them small: nanoGPT trains 2 layers x 64
+for 100 iterations on the CPU and then samples from its checkpoint; makemore trains each --type for
+--steps steps (default 500, where it evaluates) and then samples with --sample-only; regression
+fits its polynomial.
+
+With --torch-python (an interpreter where real PyTorch is installed) the same commands also run on
+PyTorch, and the table shows both losses and the wall-time ratio tensorplug / PyTorch. Random
+streams differ between the two frameworks, so losses agree closely, not bit for bit. It needs the
+programs' own dependencies in both interpreters (nanoGPT: numpy, requests, tiktoken).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import pathlib
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+REPOS = {"nanogpt": ("nanoGPT", "karpathy+nanoGPT"), "makemore": ("makemore", "karpathy+makemore"),
+         "examples": ("examples", "pytorch+examples")}
+MAKEMORE_TYPES = ("bigram", "mlp", "rnn", "gru", "bow", "transformer")
+NANOGPT_FLAGS = ["config/train_shakespeare_char.py", "--device=cpu", "--compile=False", "--eval_iters=20",
+                 "--log_interval=10", "--block_size=64", "--batch_size=12", "--n_layer=2", "--n_head=4",
+                 "--n_embd=64", "--max_iters=100", "--lr_decay_iters=100", "--warmup_iters=10", "--dropout=0.0",
+                 "--eval_interval=50"]
+
+
+def find_repo(root: pathlib.Path, key: str) -> pathlib.Path | None:
+    for name in REPOS[key]:
+        if (root / name).is_dir():
+            return root / name
+    return None
+
+
+def write_corpus(path: pathlib.Path) -> None:
+    """A ~1 MB character corpus for nanoGPT's prepare.py when it cannot download its own."""
+    import importlib
+    import io
+    import pydoc
+    out = io.StringIO()
+    for name in ("collections", "itertools", "functools", "os", "re", "json", "random", "string", "textwrap",
+                 "typing", "dataclasses", "argparse", "pathlib", "subprocess", "threading", "unittest", "logging",
+                 "email", "http.client", "urllib.request", "decimal", "fractions", "statistics", "heapq", "bisect"):
+        out.write(pydoc.render_doc(importlib.import_module(name), renderer=pydoc.plaintext))
+    text = "".join(c for c in out.getvalue() if c.isascii() and (c.isprintable() or c == "\n"))
+    path.write_text(text[:1_000_000])
+
+
+class Runner:
+    def __init__(self, torch_python: str | None, timeout: float):
+        self.torch_python, self.timeout = torch_python, timeout
+
+    def run(self, side: str, cwd: pathlib.Path, script: str, args: list[str]) -> dict:
+        """Run `script args` in cwd on one side ("tensorplug" or "torch"): output, exit code, seconds."""
+        if side == "tensorplug":
+            cmd = [sys.executable, "-m", "tensorplug", "exec", script, *args]
+        else:
+            cmd = [self.torch_python, script, *args]
+        t0 = time.perf_counter()
+        try:
+            p = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=self.timeout)
+            out, rc = p.stdout + p.stderr, p.returncode
+        except subprocess.TimeoutExpired as e:
+            out, rc = f"{e.stdout or ''}{e.stderr or ''}\n(timed out after {self.timeout:.0f} s)", -1
+        return {"cmd": " ".join(cmd[-len(args) - 1:]), "rc": rc, "seconds": time.perf_counter() - t0, "out": out}
+
+    def sides(self):
+        return ("tensorplug", "torch") if self.torch_python else ("tensorplug",)
+
+
+def last_float(pattern: str, text: str) -> float | None:
+    found = re.findall(pattern, text)
+    return float(found[-1]) if found else None
+
+
+def nanogpt(repo: pathlib.Path, runner: Runner, work: pathlib.Path, steps: int) -> list[dict]:
+    rows = []
+    for side in runner.sides():
+        d = work / f"nanoGPT-{side}"
+        shutil.copytree(repo, d, ignore=shutil.ignore_patterns(".git", "out*"))
+        data = d / "data" / "shakespeare_char"
+        if not (data / "input.txt").exists():
+            write_corpus(data / "input.txt")
+        prep = runner.run(side, d, "data/shakespeare_char/prepare.py", [])
+        train = runner.run(side, d, "train.py", NANOGPT_FLAGS)
+        sample = runner.run(side, d, "sample.py", ["--out_dir=out-shakespeare-char", "--device=cpu",
+                                                   "--num_samples=2", "--max_new_tokens=100"])
+        rows.append({"program": "nanoGPT shakespeare_char prepare.py", "side": side, **_brief(prep),
+                     "loss": None})
+        rows.append({"program": "nanoGPT train.py (val loss, iter 100)", "side": side, **_brief(train),
+                     "loss": last_float(r"val loss (\d+\.\d+)", train["out"]),
+                     "per_iter_ms": _median(re.findall(r"iter \d+: loss [\d.]+, time ([\d.]+)ms", train["out"])[1:])})
+        rows.append({"program": "nanoGPT sample.py", "side": side, **_brief(sample),
+                     "loss": None, "ok": sample["rc"] == 0 and sample["out"].count("---------------") >= 2})
+    return rows
+
+
+def makemore(repo: pathlib.Path, runner: Runner, work: pathlib.Path, steps: int) -> list[dict]:
+    rows = []
+    for side in runner.sides():
+        d = work / f"makemore-{side}"
+        shutil.copytree(repo, d, ignore=shutil.ignore_patterns(".git"))
+        for kind in MAKEMORE_TYPES:
+            common = ["-i", "names.txt", "-o", f"out-{kind}", "--type", kind, "--device", "cpu"]
+            train = runner.run(side, d, "makemore.py", [*common, "--max-steps", str(steps)])
+            sample = runner.run(side, d, "makemore.py", [*common, "--sample-only"])
+            rows.append({"program": f"makemore --type {kind} (test loss, step {steps})", "side": side,
+                         **_brief(train),
+                         "loss": last_float(r"test loss: (\d+\.\d+)", train["out"]),
+                         "per_iter_ms": _median(re.findall(r"step time ([\d.]+)ms", train["out"])[1:])})
+            rows.append({"program": f"makemore --type {kind} --sample-only", "side": side, **_brief(sample),
+                         "loss": None, "ok": sample["rc"] == 0 and "samples that are" in sample["out"]})
+    return rows
+
+
+def regression(repo: pathlib.Path, runner: Runner, work: pathlib.Path, steps: int) -> list[dict]:
+    rows = []
+    for side in runner.sides():
+        d = work / f"regression-{side}"
+        shutil.copytree(repo / "regression", d)
+        r = runner.run(side, d, "main.py", [])
+        rows.append({"program": "pytorch/examples regression (final loss)", "side": side, **_brief(r),
+                     "loss": last_float(r"Loss: (\d+\.\d+)", r["out"]),
+                     "batches": last_float(r"after (\d+) batches", r["out"])})
+    return rows
+
+
+def _brief(r: dict) -> dict:
+    return {"rc": r["rc"], "seconds": round(r["seconds"], 2), "cmd": r["cmd"], "tail": r["out"][-1500:]}
+
+
+def _median(values):
+    v = sorted(float(x) for x in values)
+    return v[len(v) // 2] if v else None
+
+
+PROGRAMS = {"nanogpt": ("nanogpt", nanogpt), "makemore": ("makemore", makemore), "regression": ("examples", regression)}
+
+
+def table(rows: list[dict]) -> str:
+    by = {}
+    for r in rows:
+        by.setdefault(r["program"], {})[r["side"]] = r
+    lines = ["| program | exit (tp / torch) | PyTorch loss | tensorplug loss | time ratio (wall) | per-step ratio |",
+             "|---|---|---|---|---|---|"]
+    for prog, s in by.items():
+        tp, pt = s.get("tensorplug"), s.get("torch")
+
+        def fmt(r, k):
+            v = r.get(k) if r else None
+            return "—" if v is None else (f"{v:.4f}" if isinstance(v, float) else str(v))
+        ratio = f"{tp['seconds'] / pt['seconds']:.2f}×" if tp and pt and pt["seconds"] else "—"
+        step = (f"{tp['per_iter_ms'] / pt['per_iter_ms']:.2f}×"
+                if tp and pt and tp.get("per_iter_ms") and pt.get("per_iter_ms") else "—")
+        lines.append(f"| {prog} | {fmt(tp, 'rc')} / {fmt(pt, 'rc')} | {fmt(pt, 'loss')} | {fmt(tp, 'loss')} | "
+                     f"{ratio} | {step} |")
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--programs", required=True, type=pathlib.Path, help="folder holding the repositories")
+    ap.add_argument("--torch-python", help="an interpreter with real PyTorch, to compare against")
+    ap.add_argument("--only", default=",".join(PROGRAMS), help="comma-separated: " + ",".join(PROGRAMS))
+    ap.add_argument("--steps", type=int, default=500, help="makemore training steps (it evaluates every 500)")
+    ap.add_argument("--timeout", type=float, default=1800, help="seconds per command")
+    ap.add_argument("--json", type=pathlib.Path, help="write every run (commands, exit codes, output tails) here")
+    ap.add_argument("--keep", action="store_true", help="keep the scratch folder and print its path")
+    a = ap.parse_args(argv)
+    runner = Runner(a.torch_python, a.timeout)
+    work = pathlib.Path(tempfile.mkdtemp(prefix="tensorplug-real-programs-"))
+    rows, missing = [], []
+    for key in a.only.split(","):
+        repo_key, fn = PROGRAMS[key.strip()]
+        repo = find_repo(a.programs, repo_key)
+        if repo is None:
+            missing.append(f"{key}: none of {', '.join(REPOS[repo_key])} under {a.programs}")
+            continue
+        print(f"== {key} ({repo})", flush=True)
+        rows += fn(repo, runner, work, a.steps)
+    for m in missing:
+        print(f"skipped {m}")
+    print(table(rows))
+    failed = [r for r in rows if r["rc"] != 0 or r.get("ok") is False]
+    for r in failed:
+        print(f"\nFAILED ({r['side']}): {r['program']}: exit {r['rc']}\n{r['tail']}")
+    if a.json:
+        a.json.write_text(json.dumps(rows, indent=1))
+    if a.keep:
+        print(f"scratch folder: {work}")
+    else:
+        shutil.rmtree(work, ignore_errors=True)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
