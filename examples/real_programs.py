@@ -8,7 +8,8 @@ snapshots in one folder (any of the spellings below per repository) and run:
 
     DIR/nanoGPT   or DIR/karpathy+nanoGPT      (karpathy/nanoGPT)
     DIR/makemore  or DIR/karpathy+makemore     (karpathy/makemore; ships names.txt)
-    DIR/examples  or DIR/pytorch+examples      (pytorch/examples; uses regression/)
+    DIR/examples  or DIR/pytorch+examples      (pytorch/examples; uses regression/, word_language_model/,
+                                                time_sequence_prediction/)
 
 Each program is copied to a scratch folder first, so the snapshots stay as they are. nanoGPT's
 data/shakespeare_char/prepare.py downloads input.txt when it is missing; without a network a
@@ -16,7 +17,11 @@ character corpus is written in its place (Python's own documentation as plain te
 prepare.py runs. The programs' own command-line flags make them small: nanoGPT trains 2 layers x 64
 for 100 iterations on the CPU and then samples from its checkpoint; makemore trains each --type for
 --steps steps (default 500, where it evaluates) and then samples with --sample-only; regression
-fits its polynomial.
+fits its polynomial. word_language_model trains LSTM, GRU and Transformer (emsize/nhid 32, 2 layers,
+1 epoch, bptt 20) on a small wikitext-2-style corpus written from Python's documentation (its own
+data files are large and often missing from a snapshot), saves each whole model with torch.save,
+exports the LSTM with --onnx-export when `onnx` is installed, and runs generate.py on each checkpoint;
+time_sequence_prediction makes its sine waves and trains 2 LBFGS steps.
 
 With --torch-python (an interpreter where real PyTorch is installed) the same commands also run on
 PyTorch, and the table shows both losses and the wall-time ratio tensorplug / PyTorch. Random
@@ -63,6 +68,41 @@ def write_corpus(path: pathlib.Path) -> None:
         out.write(pydoc.render_doc(importlib.import_module(name), renderer=pydoc.plaintext))
     text = "".join(c for c in out.getvalue() if c.isascii() and (c.isprintable() or c == "\n"))
     path.write_text(text[:1_000_000])
+
+
+def write_wikitext(folder: pathlib.Path, max_tokens: int = 45_000) -> None:
+    """A small word-level corpus in wikitext-2's layout (train.txt / valid.txt / test.txt: ` = Heading = `
+    lines, paragraphs of space-separated tokens, rare words as <unk>) for word_language_model, whose
+    data files a snapshot may lack. Made from Python's own documentation (pydoc), deterministic."""
+    import collections
+    import importlib
+    import pydoc
+    paragraphs = []
+    for name in ("collections", "itertools", "functools", "os", "re", "json", "random", "string", "textwrap",
+                 "typing", "argparse", "pathlib", "subprocess", "threading", "logging", "decimal", "heapq"):
+        text = pydoc.render_doc(importlib.import_module(name), renderer=pydoc.plaintext)
+        paragraphs.append(f"= {name} =")
+        for para in re.split(r"\n\s*\n", text):
+            words = re.findall(r"[A-Za-z]+|[0-9]+|[.,;:()=]", para)
+            if len(words) >= 4:
+                paragraphs.append(" ".join(w.lower() for w in words))
+        if sum(len(p.split()) for p in paragraphs) > max_tokens:
+            break
+    counts = collections.Counter(w for p in paragraphs for w in p.split())
+    keep = {w for w, n in counts.items() if n >= 3}
+    lines = []
+    for p in paragraphs:
+        toks = [w if w in keep else "<unk>" for w in p.split()]
+        if p.startswith("= "):
+            lines += ["", " " + " ".join(toks) + " ", ""]
+        else:
+            lines += [" " + " ".join(toks[i:i + 60]) + " " for i in range(0, len(toks), 60)]
+    n = len(lines)
+    folder.mkdir(parents=True, exist_ok=True)
+    cut_train, cut_valid = int(n * 0.8), int(n * 0.9)
+    for name, part in (("train", lines[:cut_train]), ("valid", lines[cut_train:cut_valid]),
+                       ("test", lines[cut_valid:])):
+        (folder / f"{name}.txt").write_text("\n".join(part) + "\n")
 
 
 class Runner:
@@ -144,6 +184,58 @@ def regression(repo: pathlib.Path, runner: Runner, work: pathlib.Path, steps: in
     return rows
 
 
+WLM_FLAGS = ["--emsize", "32", "--nhid", "32", "--nlayers", "2", "--epochs", "1", "--bptt", "20", "--batch_size", "10",
+             "--log-interval", "100", "--data", "./data/small"]
+
+
+def _has_onnx(python: str) -> bool:
+    return subprocess.run([python, "-c", "import onnx"], capture_output=True).returncode == 0
+
+
+def word_language_model(repo: pathlib.Path, runner: Runner, work: pathlib.Path, steps: int) -> list[dict]:
+    """main.py for LSTM, GRU and Transformer (small sizes, --save; --onnx-export for LSTM when the onnx
+    package is there), then generate.py on each saved model, on a small wikitext-2-style corpus."""
+    rows = []
+    for side in runner.sides():
+        d = work / f"word_language_model-{side}"
+        shutil.copytree(repo / "word_language_model", d, ignore=shutil.ignore_patterns("data"))
+        write_wikitext(d / "data" / "small")
+        python = sys.executable if side == "tensorplug" else runner.torch_python
+        for kind in ("LSTM", "GRU", "Transformer"):
+            args = [*WLM_FLAGS, "--model", kind, "--save", f"model-{kind}.pt"]
+            if kind == "LSTM" and _has_onnx(python):
+                args += ["--onnx-export", f"model-{kind}.onnx"]
+            train = runner.run(side, d, "main.py", args)
+            rows.append({"program": f"word_language_model --model {kind} (test loss / ppl)", "side": side,
+                         **_brief(train), "loss": last_float(r"End of training \| test loss\s+([\d.]+)", train["out"]),
+                         "ppl": last_float(r"End of training \| test loss\s+[\d.]+ \| test ppl\s+([\d.]+)",
+                                           train["out"]),
+                         "ok": train["rc"] == 0 and ("--onnx-export" not in args or (d / f"model-{kind}.onnx").exists())})
+            gen = runner.run(side, d, "generate.py", ["--data", "./data/small", "--checkpoint", f"model-{kind}.pt",
+                                                      "--words", "50", "--outf", f"generated-{kind}.txt"])
+            out = d / f"generated-{kind}.txt"
+            rows.append({"program": f"word_language_model generate.py ({kind} checkpoint)", "side": side,
+                         **_brief(gen), "loss": None,
+                         "ok": gen["rc"] == 0 and out.exists() and len(out.read_text().split()) == 50})
+    return rows
+
+
+def time_sequence_prediction(repo: pathlib.Path, runner: Runner, work: pathlib.Path, steps: int) -> list[dict]:
+    """generate_sine_wave.py (torch.save of a NumPy array), then train.py --steps 2 (LBFGS on two
+    LSTMCells, float64; it torch.loads the array). Needs matplotlib on both sides."""
+    rows = []
+    for side in runner.sides():
+        d = work / f"time_sequence_prediction-{side}"
+        shutil.copytree(repo / "time_sequence_prediction", d)
+        gen = runner.run(side, d, "generate_sine_wave.py", [])
+        train = runner.run(side, d, "train.py", ["--steps", "2"])
+        rows.append({"program": "time_sequence_prediction generate_sine_wave.py", "side": side, **_brief(gen),
+                     "loss": None, "ok": gen["rc"] == 0 and (d / "traindata.pt").exists()})
+        rows.append({"program": "time_sequence_prediction train.py --steps 2 (test loss)", "side": side,
+                     **_brief(train), "loss": last_float(r"test loss: ([\d.e+-]+)", train["out"])})
+    return rows
+
+
 def _brief(r: dict) -> dict:
     return {"rc": r["rc"], "seconds": round(r["seconds"], 2), "cmd": r["cmd"], "tail": r["out"][-1500:]}
 
@@ -153,7 +245,9 @@ def _median(values):
     return v[len(v) // 2] if v else None
 
 
-PROGRAMS = {"nanogpt": ("nanogpt", nanogpt), "makemore": ("makemore", makemore), "regression": ("examples", regression)}
+PROGRAMS = {"nanogpt": ("nanogpt", nanogpt), "makemore": ("makemore", makemore), "regression": ("examples", regression),
+            "word_language_model": ("examples", word_language_model),
+            "time_sequence_prediction": ("examples", time_sequence_prediction)}
 
 
 def table(rows: list[dict]) -> str:
@@ -181,7 +275,7 @@ def main(argv=None) -> int:
     ap.add_argument("--programs", required=True, type=pathlib.Path, help="folder holding the repositories")
     ap.add_argument("--torch-python", help="an interpreter with real PyTorch, to compare against")
     ap.add_argument("--only", default=",".join(PROGRAMS), help="comma-separated: " + ",".join(PROGRAMS))
-    ap.add_argument("--steps", type=int, default=500, help="makemore training steps (it evaluates every 500)")
+    ap.add_argument("--steps", type=int, default=501, help="makemore training steps (it evaluates and saves at step 500)")
     ap.add_argument("--timeout", type=float, default=1800, help="seconds per command")
     ap.add_argument("--json", type=pathlib.Path, help="write every run (commands, exit codes, output tails) here")
     ap.add_argument("--keep", action="store_true", help="keep the scratch folder and print its path")

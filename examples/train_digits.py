@@ -6,8 +6,8 @@ and saves checkpoints it can resume from).
     python examples/train_digits.py --epochs 20 --out runs/digits --resume    # continues at epoch 11
 
 After every epoch, <out>/checkpoint.tpl holds the epoch number, the model's, optimizer's and
-learning-rate scheduler's state dicts and the history, written with tensorplug.save (a data-only
-format; tensorplug.load never runs code). --resume loads it and continues with the next epoch; as
+learning-rate scheduler's state dicts and the history, written with tensorplug.save (PyTorch's file
+format, so torch.load reads it too; tensorplug.load's default weights_only=True never runs code). --resume loads it and continues with the next epoch; as
 the shuffling of epoch e is seeded with (seed, e), "train 10 epochs, then resume to 20" gives the
 same weights as "train 20 epochs" in one go. <out>/best.tpl is the model with the best validation
 accuracy, <out>/curves.png the loss and accuracy curves.

@@ -1,6 +1,7 @@
-"""save / load: tensors, containers and state dicts in a data-only file format.
+"""tensorplug's own data-only checkpoint format (what tensorplug.save wrote before it wrote
+PyTorch's format): tensorplug.load still reads it, and `save` here still writes it.
 
-    tensorplug.save(model.state_dict(), "ckpt.tpl")
+    tpl_format.save(model.state_dict(), "ckpt.tpl")
     state = tensorplug.load("ckpt.tpl", map_location="cpu")
 
 Nothing is pickled: the file holds a JSON description of the saved structure and the raw bytes of
@@ -26,13 +27,10 @@ File layout (all integers little-endian):
 
 Loading checks the magic, the end marker (a truncated file lacks it), the SHA-256 of the whole
 file (any flipped bit), the version, every length, the header's schema and every tensor's CRC-32,
-and raises `CheckpointError` (a RuntimeError) saying what is wrong. A pickle file — including a
-file written by torch.save — is recognised and refused without being unpickled.
+and raises `CheckpointError` (a RuntimeError) saying what is wrong. Tensors are placed by
+map_location as in the other formats (restore.py).
 
-Saving to a path is atomic: the data goes to a temporary file in the same directory, which is
-flushed, fsync'ed and renamed over the target (os.replace), so a crash leaves either the old file
-or the complete new one. A binary file object (anything with .write / .read) is written or read
-in place.
+Saving to a path is atomic (atomic.py); a binary file object is written in place.
 """
 from __future__ import annotations
 
@@ -40,20 +38,19 @@ import hashlib
 import json
 import math
 import os
-import stat
 import struct
 import sys
-import uuid
 import zlib
 from collections import OrderedDict
 
 import numpy as np
 
-from . import dtypes as _dt
-from .device import device as _Device
-from .tensor import Size, Tensor
+from .. import dtypes as _dt
+from ..device import device as _Device
+from ..tensor import Size, Tensor
+from .errors import CheckpointError
 
-__all__ = ["save", "load", "CheckpointError", "FORMAT_VERSION"]
+__all__ = ["save", "load_buffer", "FORMAT_VERSION", "MAGIC"]
 
 MAGIC = b"TPLGCKPT"
 END_MARKER = b"TPLGEND\0"
@@ -64,11 +61,6 @@ _DIGEST = 32
 _TRAILER = _DIGEST + len(END_MARKER)
 _ALIGN = 64
 _MAX_DEPTH = 1000
-
-
-class CheckpointError(RuntimeError):
-    """A file that tensorplug.load cannot or will not read: truncated, corrupted, not a
-    tensorplug checkpoint, or a pickle."""
 
 
 # -- encoding -------------------------------------------------------------------------------------------
@@ -95,6 +87,8 @@ def _host_le(t):
         arr = arr.astype(name)
     if name == "bool":
         return arr.view(np.uint8)
+    if name == "bfloat16":              # stored as its 16-bit patterns (ml_dtypes' dtype has no byte order)
+        arr = arr.view(np.uint16)
     le = arr.dtype.newbyteorder("<")
     if arr.dtype != le:
         arr = arr.astype(le)
@@ -208,62 +202,17 @@ def _write_payload(f, chunks):
     f.write(END_MARKER)
 
 
-def save(obj, f, pickle_module=None, pickle_protocol=None, _use_new_zipfile_serialization=True):
-    """Save `obj` (tensors, containers, state dicts — see the module docstring) to `f`, a path
-    (written atomically) or a binary file object. The pickle arguments are accepted for
-    compatibility and must be left at None: nothing is pickled."""
-    if pickle_module is not None or pickle_protocol is not None:
-        raise ValueError("tensorplug.save never pickles; pickle_module and pickle_protocol are not supported")
+def save(obj, f):
+    """Write `obj` (tensors, containers, state dicts — see the module docstring) to `f`, a path
+    (written atomically) or a binary file object."""
     head, buffers = _build(obj)
     if hasattr(f, "write"):
         _write_payload(f, _chunks(head, buffers))
         if hasattr(f, "flush"):
             f.flush()
         return
-    path = os.fspath(f)
-    if isinstance(path, bytes):
-        path = os.fsdecode(path)
-    _atomic_write(path, _chunks(head, buffers))
-
-
-def _atomic_write(path, chunks):
-    if os.path.islink(path):
-        path = os.path.realpath(path)      # replace the file the link points to, keep the link
-    directory = os.path.dirname(os.path.abspath(path))
-    tmp = os.path.join(directory, f".{os.path.basename(path)}.{uuid.uuid4().hex[:12]}.tmp")
-    # O_EXCL: never follows or reuses someone else's file; mode 0o666 is reduced by the umask
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            try:
-                os.chmod(tmp, stat.S_IMODE(os.stat(path).st_mode))     # an existing file keeps its mode
-            except FileNotFoundError:
-                pass
-            _write_payload(fh, chunks)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
-    _fsync_dir(directory)
-
-
-def _fsync_dir(directory):
-    """Make the rename durable (best effort; not possible on every platform)."""
-    try:
-        dfd = os.open(directory, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(dfd)
-    except OSError:
-        pass
-    finally:
-        os.close(dfd)
+    from .atomic import write_atomically
+    write_atomically(os.fsdecode(os.fspath(f)), lambda fh: _write_payload(fh, _chunks(head, buffers)))
 
 
 # -- decoding -------------------------------------------------------------------------------------------
@@ -271,33 +220,11 @@ def _describe(name):
     return f"{name!r}" if name else "the file"
 
 
-def _sniff(buf, name):
-    """A CheckpointError for a file that is not a tensorplug checkpoint, saying what it looks like."""
-    head = bytes(buf[:8])
-    where = _describe(name)
-    if len(buf) >= 2 and head[0] == 0x80 and 1 <= head[1] <= 5 or \
-            (len(buf) >= 2 and head[:1] in (b"(", b"]", b"}", b"c", b"K", b"N", b"I", b"X")
-             and bytes(buf[-1:]) == b"."):
-        return CheckpointError(f"{where} looks like a pickle file; tensorplug.load never unpickles (unpickling "
-                               "can run arbitrary code). Re-save the data with tensorplug.save, or convert it "
-                               "in a trusted environment.")
-    if head.startswith(b"PK\x03\x04") or head.startswith(b"PK\x05\x06"):
-        return CheckpointError(f"{where} is a zip archive, such as a file written by torch.save; those hold "
-                               "pickled objects and tensorplug.load never unpickles. Convert the file in a "
-                               "trusted environment (load it there and re-save the tensors with "
-                               "tensorplug.save).")
-    if MAGIC.startswith(head[:len(buf)]) and len(buf) < len(MAGIC):
-        return CheckpointError(f"{where} is truncated ({len(buf)} bytes): not a complete tensorplug checkpoint")
-    if not buf:
-        return CheckpointError(f"{where} is empty: not a tensorplug checkpoint")
-    return CheckpointError(f"{where} is not a tensorplug checkpoint (unknown format; it starts with {head!r})")
-
-
 def _check_file(buf, name):
     """Validate the framing and checksum; returns (header dict, payload memoryview)."""
     where = _describe(name)
     if len(buf) < len(MAGIC) or bytes(buf[:len(MAGIC)]) != MAGIC:
-        raise _sniff(buf, name)
+        raise CheckpointError(f"{where} is not a tensorplug checkpoint")
     if len(buf) < _PREFIX.size + _TRAILER or bytes(buf[-len(END_MARKER):]) != END_MARKER:
         raise CheckpointError(f"{where} is truncated or corrupted: the end marker is missing "
                               f"(the file has {len(buf)} bytes; was the write interrupted?)")
@@ -426,15 +353,17 @@ class _Decoder:
         dt = _dt.BY_NAME[e["dtype"]]
         if dt is _dt.bool_:
             arr = np.frombuffer(raw, dtype=np.uint8).astype(bool)
+        elif dt is _dt.bfloat16:
+            arr = np.frombuffer(raw, dtype="<u2").astype(np.uint16).view(_dt.numpy_bfloat16())
         else:
             arr = np.frombuffer(raw, dtype=np.dtype(dt.name).newbyteorder("<")).astype(dt.name, copy=True)
         arr = arr.reshape(e["shape"])
         t = self.place(arr, dt, e["device"])
         if e["kind"] == "parameter":
-            from .nn.parameter import Parameter
+            from ..nn.parameter import Parameter
             t = Parameter(t, requires_grad=e["requires_grad"])
         elif e["kind"] == "buffer":
-            from .nn.parameter import Buffer
+            from ..nn.parameter import Buffer
             t = Buffer(t)
             t._rg = e["requires_grad"]
         elif e["requires_grad"]:
@@ -443,63 +372,19 @@ class _Decoder:
         return t
 
     def place(self, arr, dt, saved_device):
-        from .ops.creation import from_numpy
-        t = from_numpy(arr)
-        ml = self.map_location
-        target = saved_device
-        if callable(ml) and not isinstance(ml, (str, _Device)):
-            r = ml(t, saved_device)
-            if r is not None:
-                if not isinstance(r, Tensor):
-                    raise TypeError(f"tensorplug.load: map_location returned {type(r).__name__}, expected a "
-                                    "Tensor (or None to keep the saved device)")
-                return r
-        elif isinstance(ml, dict):
-            target = ml.get(saved_device, saved_device)
-        elif ml is not None:
-            target = ml
-        try:
-            target_dev = _Device(target) if not isinstance(target, _Device) else target
-            if target_dev.type == "cpu" and target_dev.index in (None, 0):
-                return t
-            return t.to(target_dev)
-        except Exception as e:
-            raise RuntimeError(f"tensorplug.load: can't place a tensor saved on {saved_device!r} on {target!s}: "
-                               f"{e}. Pass map_location (e.g. map_location='cpu') to load it elsewhere.") from e
+        from ..storage import legacy_class, tensor_view
+        from .restore import restore_location
+        storage = restore_location(legacy_class(dt)._wrap(arr.reshape(-1)), saved_device, self.map_location)
+        stride, acc = [], 1
+        for n in reversed(arr.shape):
+            stride.append(acc)
+            acc *= max(n, 1)
+        return tensor_view(storage, 0, arr.shape, tuple(reversed(stride)))
 
 
-def _read_all(f):
-    """(bytes-like, display name) from a path or a binary file object."""
-    if hasattr(f, "read"):
-        data = f.read()
-        if not isinstance(data, (bytes, bytearray, memoryview)):
-            raise TypeError("tensorplug.load: the file object must be opened in binary mode")
-        return data, getattr(f, "name", None) if isinstance(getattr(f, "name", None), str) else None
-    path = os.fspath(f)
-    with open(path, "rb") as fh:
-        size = os.fstat(fh.fileno()).st_size
-        buf = bytearray(size)
-        n = fh.readinto(buf)
-        if n != size:
-            buf = buf[:n]
-        rest = fh.read()
-        if rest:
-            buf += rest
-    return buf, os.fsdecode(path)
-
-
-def load(f, map_location=None, pickle_module=None, *, weights_only=True, mmap=None, **kwargs):
-    """Load what `save` wrote, from a path or a binary file object.
-
-    map_location: None (each tensor on the device it was saved from), a device or string (every
-    tensor there), a dict {saved device string: target}, or a callable(tensor_on_cpu, saved_device)
-    returning the tensor to use (None: the default). The file is fully validated first (see the
-    module docstring); a file that is not a tensorplug checkpoint raises CheckpointError.
-    weights_only is accepted for compatibility: loading is always data-only, nothing is unpickled."""
-    if pickle_module is not None or kwargs:
-        raise ValueError("tensorplug.load never unpickles; pickle_module and pickle load arguments are not "
-                         "supported")
-    buf, name = _read_all(f)
+def load_buffer(buf, name, map_location=None):
+    """The object in the tensorplug checkpoint held by buf (the whole file). The file is fully
+    validated first (see the module docstring)."""
     header, payload = _check_file(buf, name)
     entries = header.get("tensors")
     _check_entries(entries, len(payload), name)
