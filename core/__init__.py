@@ -34,6 +34,7 @@ _LAZY_MODULES = ("backends", "dispatch", "testing", "linalg", "nn", "optim", "ut
 
 _LAZY_MODULES += ("accelerator",)
 _LAZY_MODULES += ("amp", "cpu")
+_LAZY_MODULES += ("onnx",)
 # global settings of the first lines of a script, each loading its module on first use: name -> module
 _LAZY_FUNCTIONS = {
     **dict.fromkeys(("set_default_device", "get_default_device"), "device"),
@@ -57,6 +58,9 @@ _LAZY_FUNCTIONS.update(dict.fromkeys((
     "HalfStorage", "FloatStorage", "DoubleStorage", "BoolStorage", "BFloat16Storage", "ComplexFloatStorage",
     "ComplexDoubleStorage", "QUInt8Storage", "QInt8Storage", "QInt32Storage", "QUInt4x2Storage",
     "QUInt2x4Storage"), "storage"))
+# memory layouts: torch.strided, torch.layout, ...
+_LAZY_FUNCTIONS.update(dict.fromkeys(("layout", "strided", "sparse_coo", "sparse_csr", "sparse_csc", "sparse_bsr",
+                                      "sparse_bsc", "_mkldnn", "jagged"), "_layout"))
 
 
 def __getattr__(name):

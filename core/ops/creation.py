@@ -4,6 +4,7 @@ to / cpu / cuda / clone / type conversions."""
 from __future__ import annotations
 
 import math
+import sys
 
 import numpy as np
 
@@ -165,7 +166,51 @@ def as_tensor(data, dtype=None, device=None):
     return tensor(data, dtype=dtype, device=device)
 
 
-asarray = as_tensor
+def asarray(obj, *, dtype=None, device=None, copy=None, requires_grad=False):
+    """as_tensor with PyTorch's keywords; a storage gives a 1-D tensor over its bytes read as `dtype`
+    (sharing them). copy=True always copies; otherwise memory is shared where as_tensor shares it."""
+    st = sys.modules.get(__name__.rpartition(".ops.")[0] + ".storage")     # (only loaded if storages exist)
+    if st is not None and isinstance(obj, st._Storage):
+        t = st.storage_as_tensor(obj, dtype)
+        t = t.to(device) if device is not None else t
+        t = t.clone() if copy else t
+    elif copy:
+        t = tensor(obj, dtype=dtype, device=device)
+    else:
+        t = as_tensor(obj, dtype, device)
+    return t.requires_grad_() if requires_grad else t
+
+
+def frombuffer(buffer, *, dtype, count=-1, offset=0, requires_grad=False):
+    """A 1-D CPU tensor over `count` elements (-1: all) of a Python buffer from byte `offset`,
+    sharing its memory when the buffer is writable. A read-only buffer (bytes, a read-only mmap)
+    is copied: tensorplug tensors are always writable (PyTorch shares it and warns instead)."""
+    if not isinstance(dtype, _dt.dtype):
+        raise TypeError(f"frombuffer(): argument 'dtype' must be tensorplug.dtype, not {type(dtype).__name__}")
+    try:
+        mv = memoryview(buffer)
+    except TypeError:
+        raise ValueError("object does not implement Python buffer protocol.") from None
+    n, isz = mv.nbytes, dtype.itemsize
+    if n == 0 or count == 0:
+        raise ValueError(f"both buffer length ({n}) and count ({count}) must not be 0")
+    if offset < 0 or offset >= n:
+        raise ValueError(f"offset ({offset} bytes) must be non-negative and no greater than buffer length ({n} "
+                         f"bytes) minus 1")
+    if count < 0:
+        if (n - offset) % isz:
+            raise ValueError(f"buffer length ({n - offset} bytes) after offset ({offset} bytes) must be a multiple "
+                             f"of element size ({isz})")
+        count = (n - offset) // isz
+    elif n - offset < count * isz:
+        raise ValueError(f"requested buffer length ({count} * {isz} bytes) after offset ({offset} bytes) must not "
+                         f"be greater than actual buffer length ({n} bytes)")
+    from ..storage import numpy_dtype
+    arr = np.frombuffer(mv.cast("B") if mv.ndim != 1 or mv.format != "B" else mv, numpy_dtype(dtype), count, offset)
+    if not arr.flags.writeable:
+        arr = arr.copy()
+    k, dev = resolve_device(_CPU)
+    return _finish(_make(k["from_numpy"](arr), dtype, k, dev), requires_grad)
 
 
 def from_numpy(ndarray):
@@ -474,7 +519,7 @@ def _attach():
 
 _attach()
 
-PUBLIC = ["tensor", "as_tensor", "asarray", "from_numpy", "full", "zeros", "ones", "empty", "zeros_like",
-          "ones_like", "empty_like", "full_like", "eye", "arange", "linspace", "logspace", "clone",
+PUBLIC = ["tensor", "as_tensor", "asarray", "frombuffer", "from_numpy", "full", "zeros", "ones", "empty",
+          "zeros_like", "ones_like", "empty_like", "full_like", "eye", "arange", "linspace", "logspace", "clone",
           "FloatTensor", "DoubleTensor", "HalfTensor", "LongTensor", "IntTensor", "ShortTensor", "CharTensor",
           "ByteTensor", "BoolTensor", "BFloat16Tensor"]

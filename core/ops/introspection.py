@@ -1,5 +1,6 @@
 """What a tensor or a dtype is: finfo / iinfo, can_cast, is_tensor, numel, is_floating_point,
-is_complex, is_nonzero, and the layout methods stride() / storage_offset() / get_device()."""
+is_complex, is_nonzero, and the layout methods stride() / storage_offset() / get_device() / layout /
+data_ptr() / untyped_storage() / storage() / nbytes."""
 from __future__ import annotations
 
 import numpy as np
@@ -146,8 +147,41 @@ def get_device(self) -> int:
     return -1 if self._dev.type == "cpu" else (0 if idx is None else idx)
 
 
+def data_ptr(self) -> int:
+    """The address of the first element (0 for a tensor without memory, as PyTorch)."""
+    from ..storage import address, root_array
+    data = self._data
+    return 0 if getattr(root_array(data), "nbytes", 1) == 0 else address(data)
+
+
+def untyped_storage(self):
+    """The bytes this tensor views (an UntypedStorage sharing them): tensors that share memory have
+    storages with one data_ptr()."""
+    from ..storage import tensor_storage
+    return tensor_storage(self)
+
+
+def storage(self):
+    """The typed storage of this tensor's memory (deprecated in PyTorch, with its warning)."""
+    import warnings
+    from ..storage import tensor_storage
+    warnings.warn("TypedStorage is deprecated. It will be removed in the future and UntypedStorage will be the only "
+                  "storage class. This should only matter to you if you are using storages directly.  To access "
+                  "UntypedStorage directly, use tensor.untyped_storage() instead of tensor.storage()",
+                  UserWarning, stacklevel=2)
+    return tensor_storage(self, typed=True)
+
+
+def _layout(self):
+    from .._layout import strided
+    return strided
+
+
 def _attach():
     T = Tensor
+    T.data_ptr, T.untyped_storage, T.storage = data_ptr, untyped_storage, storage
+    T.layout = property(_layout)
+    T.nbytes = property(lambda self: self.numel() * self._dtype.itemsize)
     T.stride, T.storage_offset, T.get_device = stride, storage_offset, get_device
     T.is_complex, T.is_nonzero = is_complex, is_nonzero
     T.is_signed = lambda self: self._dtype.is_signed

@@ -230,8 +230,13 @@ def reshape(input, *shape):
                 lambda g: g.reshape(old))
 
 
-def view(input, *shape):
-    """A view of input with `shape`; raises when the strides don't allow one (use reshape)."""
+def view(input, *shape, dtype=None):
+    """A view of input with `shape`; raises when the strides don't allow one (use reshape).
+    `view(dtype)` reinterprets the bytes as another dtype (see view_dtype)."""
+    if dtype is not None or (len(shape) == 1 and shape[0].__class__ is _dt.dtype):
+        if dtype is not None and shape:
+            raise TypeError("view() received an invalid combination of arguments: a shape and dtype=")
+        return view_dtype(input, shape[0] if dtype is None else dtype)
     shape = _infer_shape(_shape_args(shape), input.numel())
     old = input._data.shape
     if shape == old:
@@ -241,6 +246,51 @@ def view(input, *shape):
                            "dimension spans across two contiguous subspaces). Use .reshape(...) instead.")
     return _view(input, input._k["reshape"](input._data, shape), "ViewBackward0", lambda g: g.reshape(old),
                  ("reshape", (shape,)))
+
+
+def view_dtype(input, dtype):
+    """input's bytes read as `dtype`, sharing its memory (not differentiable). A different element size
+    scales the last dimension, which must then have stride 1 (PyTorch's rules and messages)."""
+    if dtype.__class__ is not _dt.dtype:
+        raise TypeError(f"view(): argument 'dtype' must be tensorplug.dtype, not {type(dtype).__name__}")
+    src = input._dtype
+    data, k = input._data, input._k
+    if dtype is not src and dtype.itemsize != src.itemsize:
+        what = f"to view {src._legacy[:-6]} as {dtype._legacy[:-6]} (different element sizes)"
+        shape = data.shape
+        if not shape:
+            raise RuntimeError(f"self.dim() cannot be 0 {what}")
+        st = _strides(data, src.itemsize) or _contiguous(shape)
+        if st[-1] != 1 and shape[-1] != 1:
+            raise RuntimeError(f"self.stride(-1) must be 1 {what}, but got {st[-1]}")
+        if dtype.itemsize > src.itemsize:
+            ratio = dtype.itemsize // src.itemsize
+            if shape[-1] % ratio:
+                raise RuntimeError(f"self.size(-1) must be divisible by {ratio} {what}, but got {shape[-1]}")
+            for d, (n, s_) in enumerate(zip(shape[:-1], st[:-1])):
+                if s_ % ratio and n != 1:
+                    raise RuntimeError(f"self.stride({d}) must be divisible by {ratio} {what}, but got {s_}")
+    from ..storage import numpy_dtype
+    npd = numpy_dtype(dtype)
+    if hasattr(data, "view") and hasattr(data, "strides"):       # NumPy, CuPy: an aliasing view
+        try:
+            out = data.view(npd)
+        except ValueError as e:
+            raise RuntimeError(f"view(): can't view {src.name} as {dtype.name} with this layout ({e})") from None
+    else:                                                       # through the host (a copy)
+        import numpy as np
+        out = k["from_numpy"](np.asarray(k["to_numpy"](data)).view(npd))
+    r = make_view(input, out, None)
+    r._dtype = dtype
+    return r
+
+
+def _contiguous(shape):
+    st, acc = [], 1
+    for n in reversed(shape):
+        st.append(acc)
+        acc *= max(n, 1)
+    return tuple(reversed(st))
 
 
 def view_as(input, other):

@@ -25,7 +25,7 @@ import numpy as np
 from .. import _utils
 from .. import dtypes as _dt
 from ..device import device as _Device
-from ..storage import TypedStorage, UntypedStorage, legacy_class
+from ..storage import TypedStorage, UntypedStorage, legacy_class, root_array
 from ..tensor import Size, Tensor, _make
 from .errors import CheckpointError, describe
 
@@ -149,7 +149,7 @@ class StorageTable:
         arr, dt = t._data, t._dtype
         location = str(t._dev)
         if isinstance(arr, np.ndarray) and arr.size:
-            root = _root(arr)
+            root = root_array(arr)
             entry = self._roots.get(id(root))
             isz = dt.itemsize
             if entry is None and (root.flags.c_contiguous or root.flags.f_contiguous) and root.nbytes % isz == 0:
@@ -165,18 +165,6 @@ class StorageTable:
             host = np.ascontiguousarray(t._host())
             entry = self._copies[id(arr)] = (arr, self._new(dt, host.reshape(-1).view(np.uint8), location), dt)
         return entry[1], 0, _contiguous_strides(arr.shape)
-
-
-def _root(arr):
-    """The last NumPy array down arr's .base chain (also through as_strided's wrapper objects): the
-    array that holds the memory arr views."""
-    root = obj = arr
-    while True:
-        obj = getattr(obj, "base", None)
-        if obj is None:
-            return root
-        if isinstance(obj, np.ndarray):
-            root = obj
 
 
 def _contiguous_strides(shape):

@@ -1,5 +1,6 @@
 """The built-in CUDA and NCCL backends: registered through the plugin hook, importing no CuPy, and
 reporting why they are unavailable (CuPy missing, no driver, no device, no working kernel)."""
+import os
 import subprocess
 import sys
 
@@ -110,11 +111,16 @@ def test_nccl_unavailable_reasons(standin_state):
         assert reason
 
 
+# rows are parsed: wide enough that nothing wraps (a child of pytest can inherit COLUMNS=80 from the C-level
+# environment, which readline sets, even where os.environ lacks it)
+WIDE = {**os.environ, "COLUMNS": "400"}
+
+
 def test_cli_shows_the_cuda_kernel_table_without_cupy():
     """`tensorplug backends show cuda` describes the backend (every kernel native) even where CuPy is
     missing, with the reason it is unavailable."""
     out = subprocess.run([sys.executable, "-m", "tensorplug", "backends", "show", "cuda"], capture_output=True,
-                         text=True, timeout=120)
+                         text=True, timeout=120, env=WIDE)
     assert out.returncode == 0, out.stdout + out.stderr
     assert "cuda: compute backend, device cuda" in out.stdout and "0 missing" in out.stdout
     if not registry.compute["cuda"].is_available()[0]:
@@ -124,7 +130,7 @@ def test_cli_shows_the_cuda_kernel_table_without_cupy():
 def test_cli_lists_cuda_and_nccl_with_reasons():
     """`tensorplug backends list` shows cuda and nccl, with availability or the reason."""
     out = subprocess.run([sys.executable, "-m", "tensorplug", "backends", "list"], capture_output=True, text=True,
-                         timeout=120)
+                         timeout=120, env=WIDE)
     assert out.returncode == 0, out.stderr
     lines = {ln.split()[0]: ln for ln in out.stdout.splitlines() if ln.strip()}
     assert "cuda" in lines and "nccl" in lines
