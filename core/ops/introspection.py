@@ -132,8 +132,17 @@ def stride(self, dim=None):
 
 
 def storage_offset(self) -> int:
-    """Offset of the first element in its root's storage (elements; the root laid out row-major)."""
-    if self._base is None or self.numel() == 0:
+    """Offset of the first element in the memory block it views (elements), as PyTorch's: read from the
+    array's address where the backend's arrays expose one (so tensors loaded from a checkpoint, or made
+    by from_numpy on a view, report it too), else from the view's recorded steps."""
+    if self.numel() == 0:
+        return 0
+    from ..storage import address, root_array
+    try:
+        return (address(self._data) - address(root_array(self._data))) // self._dtype.itemsize
+    except RuntimeError:        # arrays without an address interface
+        pass
+    if self._base is None:
         return 0
     if self._vsteps is None:
         raise RuntimeError("storage_offset(): the steps that made this view are unknown")

@@ -83,3 +83,16 @@ def test_stride_and_storage_offset_of_views():
     with pytest.raises(IndexError, match="Dimension out of range"):
         x.stride(3)
     assert x.get_device() == -1
+
+
+def test_storage_offset_of_a_loaded_view_and_of_from_numpy_views(tmp_path):
+    """storage_offset() is read from memory, so views without autograd view records report it too."""
+    import numpy as np
+    import tensorplug as tp
+    base = np.arange(10.0)
+    assert tp.from_numpy(base[3:]).storage_offset() == 3
+    b = tp.arange(10.0)
+    tp.save({"a": b[2:7], "b": b[5:]}, tmp_path / "v.pt")
+    d = tp.load(tmp_path / "v.pt")
+    assert (d["a"].storage_offset(), d["b"].storage_offset()) == (2, 5)
+    assert b[2:7].storage_offset() == 2 and b.t().storage_offset() == 0
