@@ -77,24 +77,23 @@ def _full(like, value):
 
 
 # -- conjugation -------------------------------------------------------------------------------
-def conj(input):
-    """The complex conjugate (eager: a new tensor); a real tensor is returned as it is."""
+def _conjugate(input, node):
     if input._dtype.category != 3:
         return input
     r = _make(input._k["conj"](input._data), input._dtype, input._k, input._dev)
     if input._rg and _gstate.enabled:
-        record("ConjBackward0", r, (input,), lambda g: (conj(g),))
+        record(node, r, (input,), lambda g: (_conjugate(g, node),))
     return r
+
+
+def conj(input):
+    """The complex conjugate (eager: a new tensor); a real tensor is returned as it is."""
+    return _conjugate(input, "ConjBackward0")
 
 
 def conj_physical(input):
     """The conjugate, materialized (what conj() does here too)."""
-    if input._dtype.category != 3:
-        return input
-    r = _make(input._k["conj"](input._data), input._dtype, input._k, input._dev)
-    if input._rg and _gstate.enabled:
-        record("ConjPhysicalBackward0", r, (input,), lambda g: (conj_physical(g),))
-    return r
+    return _conjugate(input, "ConjPhysicalBackward0")
 
 
 def resolve_conj(input):

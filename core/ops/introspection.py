@@ -7,7 +7,7 @@ import numpy as np
 
 from .. import dtypes as _dt
 from ._core import Tensor, wrap_dim
-from .shape import _strides
+from .shape import _strides, row_major_strides
 
 PUBLIC = ["finfo", "iinfo", "can_cast", "is_tensor", "numel", "is_floating_point", "is_complex", "is_nonzero"]
 
@@ -121,11 +121,7 @@ def stride(self, dim=None):
     shape = self._data.shape
     st = _strides(self._data, self._dtype.itemsize)
     if st is None:
-        st, acc = [], 1
-        for n in reversed(shape):
-            st.append(acc)
-            acc *= max(n, 1)
-        st = tuple(reversed(st))
+        st = row_major_strides(shape)
     if dim is None:
         return st
     return st[wrap_dim(dim, len(shape))]

@@ -260,7 +260,7 @@ def view_dtype(input, dtype):
         shape = data.shape
         if not shape:
             raise RuntimeError(f"self.dim() cannot be 0 {what}")
-        st = _strides(data, src.itemsize) or _contiguous(shape)
+        st = _strides(data, src.itemsize) or row_major_strides(shape)
         if st[-1] != 1 and shape[-1] != 1:
             raise RuntimeError(f"self.stride(-1) must be 1 {what}, but got {st[-1]}")
         if dtype.itemsize > src.itemsize:
@@ -285,7 +285,8 @@ def view_dtype(input, dtype):
     return r
 
 
-def _contiguous(shape):
+def row_major_strides(shape) -> tuple:
+    """Element strides of a contiguous (row-major) tensor of `shape`."""
     st, acc = [], 1
     for n in reversed(shape):
         st.append(acc)

@@ -26,6 +26,7 @@ from .. import _utils
 from .. import dtypes as _dt
 from ..device import device as _Device
 from ..storage import TypedStorage, UntypedStorage, legacy_class, root_array
+from ..ops.shape import row_major_strides
 from ..tensor import Size, Tensor, _make
 from .errors import CheckpointError, describe
 
@@ -164,15 +165,7 @@ class StorageTable:
         if entry is None or entry[2] is not dt:
             host = np.ascontiguousarray(t._host())
             entry = self._copies[id(arr)] = (arr, self._new(dt, host.reshape(-1).view(np.uint8), location), dt)
-        return entry[1], 0, _contiguous_strides(arr.shape)
-
-
-def _contiguous_strides(shape):
-    stride, acc = [], 1
-    for n in reversed(shape):
-        stride.append(acc)
-        acc *= max(n, 1)
-    return tuple(reversed(stride))
+        return entry[1], 0, row_major_strides(arr.shape)
 
 
 def _plain(t):

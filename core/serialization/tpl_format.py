@@ -372,14 +372,11 @@ class _Decoder:
         return t
 
     def place(self, arr, dt, saved_device):
+        from ..ops.shape import row_major_strides
         from ..storage import legacy_class, tensor_view
         from .restore import restore_location
         storage = restore_location(legacy_class(dt)._wrap(arr.reshape(-1)), saved_device, self.map_location)
-        stride, acc = [], 1
-        for n in reversed(arr.shape):
-            stride.append(acc)
-            acc *= max(n, 1)
-        return tensor_view(storage, 0, arr.shape, tuple(reversed(stride)))
+        return tensor_view(storage, 0, arr.shape, row_major_strides(arr.shape))
 
 
 def load_buffer(buf, name, map_location=None):
