@@ -35,6 +35,7 @@ _LAZY_MODULES = ("backends", "dispatch", "testing", "linalg", "nn", "optim", "ut
 _LAZY_MODULES += ("accelerator",)
 _LAZY_MODULES += ("amp", "cpu")
 _LAZY_MODULES += ("onnx",)
+_LAZY_MODULES += ("distributions", "multiprocessing", "sparse", "vision")
 # global settings of the first lines of a script, each loading its module on first use: name -> module
 _LAZY_FUNCTIONS = {
     **dict.fromkeys(("set_default_device", "get_default_device"), "device"),

@@ -16,6 +16,7 @@ import sys
 # alias -> the tensorplug package it stands for, one line each; alias_torch() installs them all
 ALIASES = {
     "torch": "tensorplug",
+    "torchvision": "tensorplug.vision",
 }
 
 
