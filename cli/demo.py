@@ -1,7 +1,7 @@
 """`tensorplug demo`: train a small CNN on the handwritten digits that ship with tensorplug.
 
-The five parts of a training program: data (the 1,797 8x8 UCI digits in `tensorplug.data`, split
-train / validation / test), model (two conv + max-pool blocks and two linear layers), loss (cross
+The five parts of a training program: data (the 1,797 8x8 UCI digits that ship with tensorplug, read
+through `tensorplug.vision.datasets.Digits`, split train / validation / test), model (two conv + max-pool blocks and two linear layers), loss (cross
 entropy), optimizer (Adam), and the loop (a progress bar with loss and accuracy per epoch). The run
 keeps the weights of the epoch with the best validation accuracy, measures the test accuracy once
 at the end, and writes to --out:
@@ -120,8 +120,8 @@ def run_demo(device: str = "cpu", epochs: int = 20, out: str | os.PathLike = "de
     import tensorplug as torch
     import tensorplug.nn.functional as F
     from tensorplug import nn
-    from tensorplug.data import load_digits
     from tensorplug.utils.data import DataLoader, TensorDataset, random_split
+    from tensorplug.vision.datasets import Digits
 
     from . import demo_figures
     from .demo_log import DemoLog, tensorboard_command
@@ -131,8 +131,9 @@ def run_demo(device: str = "cpu", epochs: int = 20, out: str | os.PathLike = "de
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
 
-    # 1. data: 1,797 images, pixels scaled to [0, 1], a fixed random split
-    images, labels = load_digits()
+    # 1. data: all 1,797 images (uint8 0..16), pixels scaled to [0, 1], a fixed random split
+    digits = Digits(train=None)
+    images, labels = (digits.data.float() / 16).unsqueeze(1), digits.targets
     split = random_split(TensorDataset(images, labels), list(SPLIT), generator=torch.Generator().manual_seed(seed))
     train_set, val_set, test_set = split
 
@@ -213,7 +214,7 @@ def run_demo(device: str = "cpu", epochs: int = 20, out: str | os.PathLike = "de
                           x_test.to("cpu").numpy()[wrong], predicted[wrong], true[wrong], confidence[wrong], facts))):
         demo_figures.save(fig, out / name)
     metrics = {
-        "dataset": "UCI optical recognition of handwritten digits (test set), 8x8, tensorplug.data.load_digits",
+        "dataset": "UCI optical recognition of handwritten digits (test set), 8x8, tensorplug.vision.datasets.Digits",
         "split": dict(zip(("train", "val", "test"), SPLIT)), "seed": seed, "device": str(device),
         "backend": getattr(backend, "name", str(backend)), "epochs": epochs, "batch_size": batch_size,
         "lr": lr, "optimizer": "Adam", "lr_schedule": "cosine annealing to 0 over the epochs",

@@ -13,7 +13,9 @@ same weights as "train 20 epochs" in one go. <out>/best.tpl is the model with th
 accuracy, <out>/curves.png the loss and accuracy curves.
 
 The data are the 1,797 8x8 digits of the UCI "Optical Recognition of Handwritten Digits" set that
-ship with tensorplug (tensorplug.data.load_digits; source and licence in core/data/DIGITS.md).
+ship with tensorplug, read as PIL images through tensorplug.vision.datasets.Digits (its fixed split:
+1,433 training images, of which 270 are held out here for validation, and 364 test images) and
+turned into tensors by transforms.ToTensor(); source and licence in core/data/DIGITS.md.
 """
 from __future__ import annotations
 
@@ -24,8 +26,8 @@ import time
 
 import tensorplug as torch
 from tensorplug import nn
-from tensorplug.data import load_digits
-from tensorplug.utils.data import DataLoader, TensorDataset, random_split
+from tensorplug.utils.data import DataLoader, random_split
+from tensorplug.vision import datasets, transforms
 
 
 def parse_args(argv=None):
@@ -94,11 +96,11 @@ def main(argv=None):
     os.makedirs(args.out, exist_ok=True)
     torch.manual_seed(args.seed)
 
-    # ---- 1. data: read, preprocess (pixels 0..16 -> [0, 1]), split into train / validation / test --------
-    images, labels = load_digits()                       # (1797, 1, 8, 8) float32, (1797,) int64
-    dataset = TensorDataset(images, labels)
-    train_set, val_set, test_set = random_split(dataset, [1257, 270, 270],
-                                                generator=torch.Generator().manual_seed(args.seed))
+    # ---- 1. data: read (PIL images), preprocess (ToTensor: pixels -> [0, 1], 1 x 8 x 8), split --------------
+    to_tensor = transforms.ToTensor()
+    train_val = datasets.Digits(train=True, transform=to_tensor)    # 1,433 images; the fixed test split is apart
+    test_set = datasets.Digits(train=False, transform=to_tensor)    # 364 images
+    train_set, val_set = random_split(train_val, [1163, 270], generator=torch.Generator().manual_seed(args.seed))
     shuffle = torch.Generator()
     train_loader = DataLoader(train_set, batch_size=args.batch_size, shuffle=True, generator=shuffle)
     val_loader = DataLoader(val_set, batch_size=256)

@@ -54,6 +54,7 @@ def test_cpu_tensor_device():
     x = torch.ones(2)
     assert x.device is torch.device("cpu") and x.is_cpu and not x.is_cuda
     assert x.cpu() is x and x.to("cpu") is x
+    assert x.is_xpu is False and x.is_mps is False          # as PyTorch's CPU tensors report
 
 
 # -- a device type introduced by a plugin ----------------------------------------------------------
