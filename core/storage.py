@@ -76,6 +76,15 @@ class _Storage:
         """The address of the first byte (0 for an empty storage, as PyTorch)."""
         return address(self._array) if self._array.shape[0] else 0
 
+    def share_memory_(self):
+        """Move these bytes into shared memory (tensorplug.multiprocessing); returns self."""
+        from .multiprocessing._sharing import share_storage_
+        return share_storage_(self)
+
+    def is_shared(self) -> bool:
+        from .multiprocessing._sharing import storage_is_shared
+        return storage_is_shared(self)
+
     def to(self, device=None, non_blocking=False):
         """This storage's data placed on `device` (recorded; its tensors are moved when made)."""
         from .ops.creation import resolve_device

@@ -596,7 +596,8 @@ class Module:
                     g.zero_()
 
     def share_memory(self):
-        return self
+        """Move every parameter (and its .grad) and buffer into shared memory (Tensor.share_memory_)."""
+        return self._apply(lambda t: t.share_memory_())
 
     # -- conversion ----------------------------------------------------------------------------------
     def _apply(self, fn, recurse=True):

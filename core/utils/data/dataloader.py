@@ -358,7 +358,7 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
             w = ctx.Process(target=_worker._worker_loop,
                             args=(self._dataset_kind, self._dataset, iq, pool.data_queue, pool.done_event,
                                   self._auto_collation, self._collate_fn, self._drop_last, self._base_seed,
-                                  loader.worker_init_fn, i, self._num_workers),
+                                  loader.worker_init_fn, i, self._num_workers, _worker.SHARED_MEMORY_MIN_BYTES),
                             daemon=True, name=f"DataLoaderWorker-{i}")
             pool.index_queues.append(iq)
             pool.workers.append(w)
