@@ -1,6 +1,7 @@
-"""Memory layouts (torch.layout): every tensorplug tensor is dense and strided, so `Tensor.layout`
-is always `tensorplug.strided`; the sparse layouts exist as names, for code that compares with them
-(`t.layout != torch.strided`, as safetensors checks) and for pickles that name them."""
+"""Memory layouts (torch.layout): a dense tensor's `layout` is `tensorplug.strided`, a sparse COO
+tensor's (tensorplug.sparse) `tensorplug.sparse_coo`. The other sparse layouts (CSR, CSC, BSR, BSC) and
+`_mkldnn` / `jagged` exist as names only, for code that compares with them (`t.layout != torch.strided`,
+as safetensors checks) and for pickles that name them."""
 from __future__ import annotations
 
 __all__ = ["layout", "strided", "sparse_coo", "sparse_csr", "sparse_csc", "sparse_bsr", "sparse_bsc", "_mkldnn",

@@ -114,9 +114,17 @@ def _unsupported(name, what):
 
 _rebuild_meta_tensor_no_storage = _unsupported("_rebuild_meta_tensor_no_storage", "meta tensors (no data)")
 _rebuild_qtensor = _unsupported("_rebuild_qtensor", "quantized tensors")
-_rebuild_sparse_tensor = _unsupported("_rebuild_sparse_tensor", "sparse tensors")
 _rebuild_nested_tensor = _unsupported("_rebuild_nested_tensor", "nested tensors")
 _rebuild_wrapper_subclass = _unsupported("_rebuild_wrapper_subclass", "wrapper tensor subclasses")
+
+
+def _rebuild_sparse_tensor(layout, data):
+    """A sparse COO tensor from a file: data is PyTorch's (indices, values, size, is_coalesced)."""
+    from ._layout import sparse_coo
+    if layout is not sparse_coo and layout != "torch.sparse_coo":
+        raise RuntimeError(f"the file holds a {layout} tensor, which tensorplug does not support")
+    from .sparse._creation import sparse_coo_tensor
+    return sparse_coo_tensor(data[0], data[1], data[2], is_coalesced=data[3] if len(data) > 3 else None)
 
 
 # -- a tensor's own attributes ----------------------------------------------------------------------------

@@ -74,6 +74,9 @@ def broadcast_all_shapes(*shapes):
 
 # -- devices and operands -------------------------------------------------------------------
 def device_mismatch(a, b):
+    if a.is_sparse or b.is_sparse:          # (a sparse tensor's kernel table is its own: tensorplug.sparse)
+        from ..sparse._tensor import unsupported_mix
+        return unsupported_mix(a if a.is_sparse else b)
     if a._dev is not b._dev:
         return RuntimeError(f"Expected all tensors to be on the same device, but found at least two "
                             f"devices, {a._dev} and {b._dev}!")

@@ -74,8 +74,9 @@ def _default_byteorder():
 
 
 def _get_layout(name):
-    """PyTorch pickles name layouts by string (only sparse tensors, which tensorplug lacks, use them)."""
-    return name
+    """PyTorch pickles layouts by name ("torch.sparse_coo"; only sparse tensors use them)."""
+    from .. import _layout
+    return getattr(_layout, str(name).rsplit(".", 1)[-1], name)
 
 
 # -- save -------------------------------------------------------------------------------------------------

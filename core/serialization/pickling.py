@@ -22,7 +22,7 @@ from collections import OrderedDict
 
 import numpy as np
 
-from .. import _utils
+from .. import _layout, _utils
 from .. import dtypes as _dt
 from ..device import device as _Device
 from ..storage import TypedStorage, UntypedStorage, legacy_class, root_array
@@ -207,10 +207,15 @@ class TorchPicklerMixin:
             return (Size, (tuple(obj),))
         if cls is _Device:
             return (_Device, (obj.type,) if obj.index is None else (obj.type, obj.index))
+        if cls is _layout.layout:               # as PyTorch: torch.serialization._get_layout("torch.sparse_coo")
+            from . import _get_layout
+            return (_get_layout, (f"torch.{obj._name}",))
         return NotImplemented
 
     def _reduce_tensor(self, t):
         from ..nn.parameter import Buffer, Parameter
+        if t.is_sparse:                         # PyTorch's format: (layout, (indices, values, size, coalesced))
+            return (_utils._rebuild_sparse_tensor, (t.layout, (t._i, t._v, Size(t.shape), t._coal)))
         state = _utils.tensor_state(t)
         if isinstance(t, Parameter):
             args = (_plain(t), t.requires_grad, OrderedDict())
