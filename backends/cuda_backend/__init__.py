@@ -263,6 +263,8 @@ class CudaBackend(Backend):
         table.update(norm.build(xp, f, lambda: self.kernels))
         table.update(complex_kernels.build(xp))
         table.update(fft.build(xp))
+        from . import linalg
+        table.update(linalg.build(xp, cx))
         return table
 
 
