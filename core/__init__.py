@@ -59,6 +59,11 @@ _LAZY_FUNCTIONS.update(dict.fromkeys((
     "HalfStorage", "FloatStorage", "DoubleStorage", "BoolStorage", "BFloat16Storage", "ComplexFloatStorage",
     "ComplexDoubleStorage", "QUInt8Storage", "QInt8Storage", "QInt32Storage", "QUInt4x2Storage",
     "QUInt2x4Storage"), "storage"))
+# sparse COO tensors: torch.sparse_coo_tensor, torch.spmm
+_LAZY_FUNCTIONS.update(dict.fromkeys(("sparse_coo_tensor", "spmm"), "sparse"))
+# samplers of torch.distributions with private names (the lazy family ops.random_distributions)
+_LAZY_FUNCTIONS.update(dict.fromkeys(("_standard_gamma", "_standard_gamma_grad", "_sample_dirichlet",
+                                      "_dirichlet_grad"), "ops.random_distributions"))
 # memory layouts: torch.strided, torch.layout, ...
 _LAZY_FUNCTIONS.update(dict.fromkeys(("layout", "strided", "sparse_coo", "sparse_csr", "sparse_csc", "sparse_bsr",
                                       "sparse_bsc", "_mkldnn", "jagged"), "_layout"))

@@ -249,6 +249,21 @@ def build(xp, cx, fusion, status=None) -> dict:
     def bernoulli(state, p):
         return fusion.bernoulli(state.key, state.take(p.size), p)
 
+    # samplers of dispatch/optional_random.py: CuPy's RandomState, seeded from the generator's key and
+    # counter, so manual_seed and get_state / set_state govern them like every other draw
+    def _sampler(state, n):
+        return xp.random.RandomState(np.uint64(mix64(state.key ^ mix64(state.take(max(int(n), 1))))))
+
+    def standard_gamma(state, alpha):
+        return arr(_sampler(state, alpha.size).standard_gamma(alpha, dtype=alpha.dtype))
+
+    def poisson(state, rate):
+        return arr(_sampler(state, rate.size).poisson(rate, dtype=np.int64)).astype(rate.dtype)
+
+    def binomial(state, count, prob):
+        n = count.astype(np.int64)
+        return arr(_sampler(state, count.size).binomial(n, prob, dtype=np.int64)).astype(count.dtype)
+
     # -- reductions --------------------------------------------------------------------------------
     def reduce(fn):
         def kernel(x, axes, keepdims, dtype=None):
@@ -464,4 +479,6 @@ def build(xp, cx, fusion, status=None) -> dict:
         inv=linalg(xp.linalg.inv), solve=linalg(xp.linalg.solve),
         softmax=softmax, log_softmax=log_softmax, clip=clip,
     )
+    if hasattr(xp, "random"):           # an array module without it runs the decompositions
+        k.update(standard_gamma=standard_gamma, poisson=poisson, binomial=binomial)
     return k

@@ -245,6 +245,20 @@ def bernoulli(state, p):
     return (state.random(p.shape) < p).astype(p.dtype)
 
 
+# samplers of the random-distribution family (dispatch/optional_random.py): float32 or float64 in,
+# valid parameters only (the frontend maps edge cases)
+def standard_gamma(state, alpha):
+    return np.asarray(state.standard_gamma(alpha, dtype=alpha.dtype), dtype=alpha.dtype)    # 0-d: a scalar
+
+
+def poisson(state, rate):
+    return _arr(state.poisson(rate).astype(rate.dtype))
+
+
+def binomial(state, count, prob):
+    return _arr(state.binomial(count.astype(np.int64), prob).astype(count.dtype))
+
+
 def softmax(x, axis):
     e = np.exp(x - x.max(axis=axis, keepdims=True))
     e /= e.sum(axis=axis, keepdims=True)
@@ -308,6 +322,7 @@ def build() -> dict:
         assign=assign,
         rng_new=lambda seed: np.random.Generator(np.random.PCG64(seed)),
         uniform=uniform, normal=normal, randint=randint, randperm=randperm, bernoulli=bernoulli,
+        standard_gamma=standard_gamma, poisson=poisson, binomial=binomial,
         rng_get_state=rng_get_state, rng_set_state=rng_set_state,
         where=lambda c, x, y: _arr(np.where(c, x, y)),
         sum=_reduce(np.add), prod=_reduce(np.multiply),
@@ -337,6 +352,12 @@ def build() -> dict:
     k.update(norm.build())
     k.update(complex_kernels.build())
     k.update(fft.build())
+    from . import vision
+    k.update(vision.build())
+    from . import sparse
+    k.update(sparse.build())
+    from . import linalg
+    k.update(linalg.build())
     from . import bfloat16
     k.update(bfloat16.build(k))         # bfloat16 as PyTorch computes it; other dtypes pass through
     return k

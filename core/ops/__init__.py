@@ -6,7 +6,7 @@ from . import (creation, indexing, introspection, linalg, pointwise, random, red
                view_inplace)
 from . import complex as _complex_family  # noqa: F401,E402  (real/imag/conj/...; shadows no builtin here)
 
-LAZY_FAMILIES = ("special", "numerical")
+LAZY_FAMILIES = ("special", "numerical", "random_distributions", "factorizations")
 _loaded = []
 
 

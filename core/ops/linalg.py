@@ -233,6 +233,9 @@ def matmul(input, other, *, out=None):
         return _amp.run("matmul", matmul, (input, other), {"out": out})
     _check_tensor(input, "matmul", "input")
     _check_tensor(other, "matmul", "other")
+    if input.is_sparse or other.is_sparse:
+        from ..sparse._matmul import matmul as sparse_matmul
+        return sparse_matmul(input, other)
     _matmul_check(input, other)
     r = _matmul_raw(input, other)
     if _gstate.enabled and (input._rg or other._rg):
@@ -247,6 +250,9 @@ def mm(input, mat2, *, out=None):
         return _amp.run("mm", mm, (input, mat2), {"out": out})
     _check_tensor(input, "mm", "input")
     _check_tensor(mat2, "mm", "mat2")
+    if input.is_sparse or mat2.is_sparse:
+        from ..sparse._matmul import matmul as sparse_matmul
+        return sparse_matmul(input, mat2)
     if input.ndim != 2:
         raise RuntimeError(f"self must be a matrix (got a {input.ndim}-D tensor of shape {list(input.shape)})")
     if mat2.ndim != 2:

@@ -361,13 +361,21 @@ def _fill_from(self, sample):
 
 
 def uniform_(self, a=0.0, b=1.0, *, generator=None):
+    if not self._dtype.is_floating_point:
+        raise NotImplementedError(f"\"check_uniform_bounds\" not implemented for '{self._dtype._legacy[:-6]}'")
+    if a > b:
+        raise RuntimeError(f"uniform_ expects to return a [from, to) range, but found from={a:g} > to={b:g}")
     u = _sample("uniform", tuple(self.shape), generator, self._dtype, self._dev, False)
     return _fill_from(self, u * (b - a) + a)
 
 
 def normal_(self, mean=0.0, std=1.0, *, generator=None):
-    z = _sample("normal", tuple(self.shape), generator, self._dtype if self._dtype.is_floating_point
-                else None, self._dev, False)
+    if not self._dtype.is_floating_point:
+        raise NotImplementedError(f"\"normal_kernel_{self._dev.type}\" not implemented for "
+                                  f"'{self._dtype._legacy[:-6]}'")
+    if std < 0:
+        raise RuntimeError(f"normal expects std >= 0.0, but found std {std:g}")
+    z = _sample("normal", tuple(self.shape), generator, self._dtype, self._dev, False)
     return _fill_from(self, z * std + mean)
 
 
@@ -387,6 +395,11 @@ def random_(self, from_=0, to=None, *, generator=None):
 
 
 def exponential_(self, lambd=1.0, *, generator=None):
+    if not self._dtype.is_floating_point:
+        raise RuntimeError("Exponential distribution is a continuous probability distribution. dtype must be a "
+                           f"floating point but you specified {self._dtype._legacy[:-6]}")
+    if not lambd > 0:
+        raise RuntimeError(f"exponential_ expects lambda > 0.0, but found lambda={lambd:g}")
     u = _sample("uniform", tuple(self.shape), generator, self._dtype, self._dev, False)
     return _fill_from(self, -(1 - u).log() / lambd)
 

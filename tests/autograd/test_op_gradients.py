@@ -231,7 +231,8 @@ CASES = [
     Case("log_softmax", lambda a: a.log_softmax(0), lambda: (r(3, 4),)),
 ]
 
-for _family in ("cases_special", "cases_numerical", "cases_attention", "cases_complex"):      # op families with their cases in files of their own
+for _family in ("cases_special", "cases_numerical", "cases_attention", "cases_complex",
+                "cases_random_distributions", "cases_factorizations"):      # op families with their cases in files of their own
     try:
         CASES += __import__(_family).CASES
     except ModuleNotFoundError as e:

@@ -451,8 +451,28 @@ def _singular(fn):
     return call
 
 
+def _factor(fn):
+    """A factorization: NumPy's, on device arrays (keywords passed through)."""
+    def call(a, **kwargs):
+        r = fn(_un(a), **kwargs)
+        return tuple(ndarray(x) for x in r) if isinstance(r, tuple) else ndarray(r)
+    return call
+
+
+def _cholesky(a):
+    """Like CuPy's: LinAlgError under errstate(linalg="raise"), NaN factors otherwise."""
+    try:
+        return ndarray(_np.linalg.cholesky(_un(a)))
+    except _np.linalg.LinAlgError:
+        if _state.linalg == "raise":
+            raise _np.linalg.LinAlgError("Error reported by potrf in cuSOLVER. devInfo = 2. Please refer to the "
+                                         "cuSOLVER documentation.") from None
+        return ndarray(_np.full(a.shape, _np.nan, dtype=a.dtype))
+
+
 linalg = types.SimpleNamespace(inv=_singular(_np.linalg.inv), solve=_singular(_np.linalg.solve),
-                               LinAlgError=_np.linalg.LinAlgError)
+                               cholesky=_cholesky, qr=_factor(_np.linalg.qr), eigh=_factor(_np.linalg.eigh),
+                               svd=_factor(_np.linalg.svd), LinAlgError=_np.linalg.LinAlgError)
 
 
 def _as_strided(x, shape=None, strides=None):
@@ -579,6 +599,28 @@ _core = types.ModuleType(__name__ + "._core")
 _core._routines_linalg = _rl
 sys.modules[_core.__name__] = _core
 sys.modules[_rl.__name__] = _rl
+
+
+# -- cupy.random: RandomState's samplers of the distribution kernels, over NumPy's PCG64 -------------------
+class _RandomState:
+    def __init__(self, seed=None):
+        # CuPy converts the seed with a safe cast to uint64: a plain int >= 2**63 or < 0 is refused
+        self._g = _np.random.Generator(_np.random.PCG64(int(_np.asarray(seed).astype(_np.uint64, casting="safe"))))
+
+    def _draw(self, name, params, dtype):
+        return ndarray(_np.asarray(getattr(self._g, name)(*[_un(p) for p in params])).astype(dtype))
+
+    def standard_gamma(self, shape, size=None, dtype=float):
+        return self._draw("standard_gamma", (shape,), dtype)
+
+    def poisson(self, lam=1.0, size=None, dtype=int):
+        return self._draw("poisson", (lam,), dtype)
+
+    def binomial(self, n, p, size=None, dtype=int):
+        return self._draw("binomial", (n, p), dtype)
+
+
+random = types.SimpleNamespace(RandomState=_RandomState)
 
 
 # -- cupyx ---------------------------------------------------------------------------------------------

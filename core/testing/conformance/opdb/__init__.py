@@ -9,5 +9,9 @@ from ._base import RECORDS, A, ErrorCase, OpRecord, Raw, Sample, register  # noq
 from . import creation, indexing, linalg, movement, optional, pointwise, random, reduction  # noqa: F401,E402
 from . import nn  # noqa: F401,E402
 from . import complex, fft  # noqa: F401,E402
+from . import linalg_factor  # noqa: F401,E402
+from . import vision  # noqa: F401,E402
+from . import sparse  # noqa: F401,E402
+from . import random_distributions  # noqa: F401,E402
 
 __all__ = ["RECORDS", "OpRecord", "Sample", "A", "Raw", "ErrorCase", "register"]

@@ -59,7 +59,7 @@ def _nms_samples(dt, rng):
     ]
 
 
-register(OpRecord("nms", "vision", VISION_FLOAT, _nms_samples, ref=nms_ref, out_dtype="int64",
+register(OpRecord("nms", "optional", VISION_FLOAT, _nms_samples, ref=nms_ref, out_dtype="int64",
                   errors=[ErrorCase("nms with boxes of shape (3, 5)",
                                     lambda T: _ops().nms(T([[0.0] * 5] * 3), T([1.0, 2.0, 3.0]), 0.5))],
                   doc="greedy non-maximum suppression by IoU, scores descending"))
@@ -126,7 +126,7 @@ def _roi_samples(dt, rng):
     ]
 
 
-register(OpRecord("roi_align", "vision", VISION_FLOAT, _roi_samples, ref=roi_align_ref, tol=VISION_TOL,
+register(OpRecord("roi_align", "optional", VISION_FLOAT, _roi_samples, ref=roi_align_ref, tol=VISION_TOL,
                   errors=[ErrorCase("roi_align with rois of shape (2, 4)",
                                     lambda T: _ops().roi_align(T([[[[1.0] * 4] * 4]]), T([[0.0] * 4] * 2), 2),
                                     AssertionError)],       # torchvision's check raises AssertionError
