@@ -81,8 +81,19 @@ _SUBMODULES = ("constraints", "constraint_registry", "transforms", "kl", "utils"
                "mixture_same_family", "multinomial", "multivariate_normal", "negative_binomial", "normal",
                "one_hot_categorical", "pareto", "poisson", "relaxed_bernoulli", "relaxed_categorical",
                "studentT", "transformed_distribution", "uniform", "von_mises", "weibull", "wishart")
-__all__ = sorted(n for n in _WHERE if not n.endswith("Transform") and n != "identity_transform") + [
-    "constraints", "transforms"]
+# PyTorch 2.13's torch.distributions.__all__, in its order, less GeneralizedPareto and InverseGamma (not here yet)
+__all__ = ["Bernoulli", "Beta", "Binomial", "Categorical", "Cauchy", "Chi2", "ContinuousBernoulli", "Dirichlet",
+           "Distribution", "Exponential", "ExponentialFamily", "FisherSnedecor", "Gamma", "Geometric", "Gumbel",
+           "HalfCauchy", "HalfNormal", "Independent", "Kumaraswamy", "LKJCholesky", "Laplace", "LogNormal",
+           "LogisticNormal", "LowRankMultivariateNormal", "MixtureSameFamily", "Multinomial", "MultivariateNormal",
+           "NegativeBinomial", "Normal", "OneHotCategorical", "OneHotCategoricalStraightThrough", "Pareto",
+           "RelaxedBernoulli", "RelaxedOneHotCategorical", "StudentT", "Poisson", "Uniform", "VonMises", "Weibull",
+           "Wishart", "TransformedDistribution", "biject_to", "kl_divergence", "register_kl", "transform_to",
+           "AbsTransform", "AffineTransform", "CatTransform", "ComposeTransform", "CorrCholeskyTransform",
+           "CumulativeDistributionTransform", "ExpTransform", "IndependentTransform", "LowerCholeskyTransform",
+           "PositiveDefiniteTransform", "PowerTransform", "ReshapeTransform", "SigmoidTransform", "SoftplusTransform",
+           "TanhTransform", "SoftmaxTransform", "StackTransform", "StickBreakingTransform", "Transform",
+           "identity_transform"]
 
 
 def __getattr__(name):

@@ -1,0 +1,76 @@
+"""Exponential distribution with rate λ: density λ exp(-λ x) on x >= 0."""
+from __future__ import annotations
+
+from numbers import Number
+
+import tensorplug as tp
+from tensorplug.tensor import Size
+
+from . import constraints
+from .exp_family import ExponentialFamily
+from .utils import broadcast_all
+
+__all__ = ["Exponential"]
+
+
+class Exponential(ExponentialFamily):
+    """Exponential distribution parameterised by `rate` (1 / mean).
+
+    >>> Exponential(tp.tensor([1.0])).sample()
+    """
+
+    arg_constraints = {"rate": constraints.positive}
+    support = constraints.nonnegative
+    has_rsample = True
+    _mean_carrier_measure = 0
+
+    def __init__(self, rate, validate_args=None):
+        (self.rate,) = broadcast_all(rate)
+        batch_shape = Size() if isinstance(rate, Number) else self.rate.size()
+        super().__init__(batch_shape, validate_args=validate_args)
+
+    def expand(self, batch_shape, _instance=None):
+        return self._expand_params(Exponential, batch_shape, _instance, ("rate",))
+
+    @property
+    def mean(self):
+        return self.rate.reciprocal()
+
+    @property
+    def mode(self):
+        return tp.zeros_like(self.rate)
+
+    @property
+    def stddev(self):
+        return self.rate.reciprocal()
+
+    @property
+    def variance(self):
+        return self.rate.pow(-2)
+
+    def rsample(self, sample_shape=Size()):
+        shape = self._extended_shape(sample_shape)
+        return tp.empty(shape, dtype=self.rate.dtype, device=self.rate.device).exponential_() / self.rate
+
+    def log_prob(self, value):
+        if self._validate_args:
+            self._validate_sample(value)
+        return self.rate.log() - self.rate * value
+
+    def cdf(self, value):
+        if self._validate_args:
+            self._validate_sample(value)
+        return 1 - tp.exp(-self.rate * value)
+
+    def icdf(self, value):
+        return -tp.log1p(-value) / self.rate
+
+    def entropy(self):
+        return 1.0 - tp.log(self.rate)
+
+    @property
+    def _natural_params(self):
+        return (-self.rate,)
+
+    def _log_normalizer(self, x):
+        return -tp.log(-x)

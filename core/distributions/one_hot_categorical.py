@@ -1,0 +1,102 @@
+"""OneHotCategorical: a Categorical whose samples are one-hot vectors; and its straight-through
+variant, whose rsample passes gradients to the probabilities."""
+from __future__ import annotations
+
+import tensorplug as tp
+import tensorplug.nn.functional as F
+from tensorplug.tensor import Size
+
+from . import constraints
+from .categorical import Categorical
+from .distribution import Distribution
+
+__all__ = ["OneHotCategorical", "OneHotCategoricalStraightThrough"]
+
+
+class OneHotCategorical(Distribution):
+    """One-hot categorical distribution over vectors of size K (the event shape).
+
+    >>> OneHotCategorical(tp.tensor([0.25, 0.25, 0.25, 0.25])).sample()  # e.g. tensor([0., 0., 1., 0.])
+    """
+
+    arg_constraints = {"probs": constraints.simplex, "logits": constraints.real_vector}
+    support = constraints.one_hot
+    has_enumerate_support = True
+
+    def __init__(self, probs=None, logits=None, validate_args=None):
+        self._categorical = Categorical(probs, logits)
+        super().__init__(self._categorical.batch_shape, self._categorical.param_shape[-1:],
+                         validate_args=validate_args)
+
+    def expand(self, batch_shape, _instance=None):
+        new = self._get_checked_instance(OneHotCategorical, _instance)
+        batch_shape = Size(batch_shape)
+        new._categorical = self._categorical.expand(batch_shape)
+        Distribution.__init__(new, batch_shape, self._event_shape, validate_args=False)
+        new._validate_args = self._validate_args
+        return new
+
+    def _new(self, *args, **kwargs):
+        return self._categorical._new(*args, **kwargs)
+
+    @property
+    def _param(self):
+        return self._categorical._param
+
+    @property
+    def probs(self):
+        return self._categorical.probs
+
+    @property
+    def logits(self):
+        return self._categorical.logits
+
+    @property
+    def mean(self):
+        return self._categorical.probs
+
+    @property
+    def mode(self):
+        probs = self._categorical.probs
+        return F.one_hot(probs.argmax(dim=-1), probs.shape[-1]).to(probs)
+
+    @property
+    def variance(self):
+        return self._categorical.probs * (1 - self._categorical.probs)
+
+    @property
+    def param_shape(self):
+        return self._categorical.param_shape
+
+    def sample(self, sample_shape=Size()):
+        probs = self._categorical.probs
+        indices = self._categorical.sample(Size(sample_shape))
+        return F.one_hot(indices, self._categorical._num_events).to(probs)
+
+    def log_prob(self, value):
+        if self._validate_args:
+            self._validate_sample(value)
+        return self._categorical.log_prob(value.argmax(-1))
+
+    def entropy(self):
+        return self._categorical.entropy()
+
+    def enumerate_support(self, expand=True):
+        n = self._event_shape[0]
+        values = tp.eye(n, dtype=self._param.dtype, device=self._param.device)
+        values = values.view((n,) + (1,) * len(self._batch_shape) + (n,))
+        if expand:
+            values = values.expand((n,) + tuple(self._batch_shape) + (n,))
+        return values
+
+
+class OneHotCategoricalStraightThrough(OneHotCategorical):
+    """OneHotCategorical whose rsample is the straight-through estimator (Bengio et al., 2013): the
+    value of a one-hot sample, the gradient of the probabilities."""
+
+    has_rsample = True
+
+    def rsample(self, sample_shape=Size()):
+        samples = self.sample(sample_shape)
+        probs = self._categorical.probs
+        return samples + (probs - probs.detach())

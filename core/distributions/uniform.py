@@ -1,0 +1,77 @@
+"""Uniform distribution on the half-open interval [low, high)."""
+from __future__ import annotations
+
+from numbers import Number
+
+import tensorplug as tp
+from tensorplug.tensor import Size
+
+from . import constraints
+from .distribution import Distribution
+from .utils import broadcast_all
+
+__all__ = ["Uniform"]
+
+
+class Uniform(Distribution):
+    """Uniform distribution on [low, high).
+
+    >>> Uniform(tp.tensor([0.0]), tp.tensor([5.0])).sample()  # in [0, 5)
+    """
+
+    # the support depends on the parameters, so each is only checked against the other
+    arg_constraints = {"low": constraints.dependent(is_discrete=False, event_dim=0),
+                       "high": constraints.dependent(is_discrete=False, event_dim=0)}
+    has_rsample = True
+
+    def __init__(self, low, high, validate_args=None):
+        self.low, self.high = broadcast_all(low, high)
+        batch_shape = Size() if isinstance(low, Number) and isinstance(high, Number) else self.low.size()
+        super().__init__(batch_shape, validate_args=validate_args)
+        if self._validate_args and not bool(tp.lt(self.low, self.high).all()):
+            raise ValueError("Uniform is not defined when low>= high")
+
+    def expand(self, batch_shape, _instance=None):
+        return self._expand_params(Uniform, batch_shape, _instance, ("low", "high"))
+
+    @constraints.dependent_property(is_discrete=False, event_dim=0)
+    def support(self):
+        return constraints.interval(self.low, self.high)
+
+    @property
+    def mean(self):
+        return (self.high + self.low) / 2
+
+    @property
+    def mode(self):
+        return float("nan") * self.high
+
+    @property
+    def stddev(self):
+        return (self.high - self.low) / 12 ** 0.5
+
+    @property
+    def variance(self):
+        return (self.high - self.low).pow(2) / 12
+
+    def rsample(self, sample_shape=Size()):
+        shape = self._extended_shape(sample_shape)
+        u = tp.rand(shape, dtype=self.low.dtype, device=self.low.device)
+        return self.low + u * (self.high - self.low)
+
+    def log_prob(self, value):
+        if self._validate_args:
+            self._validate_sample(value)
+        inside = self.low.le(value).type_as(self.low) * self.high.gt(value).type_as(self.low)
+        return tp.log(inside) - tp.log(self.high - self.low)
+
+    def cdf(self, value):
+        if self._validate_args:
+            self._validate_sample(value)
+        return ((value - self.low) / (self.high - self.low)).clamp(min=0, max=1)
+
+    def icdf(self, value):
+        return value * (self.high - self.low) + self.low
+
+    def entropy(self):
+        return tp.log(self.high - self.low)

@@ -1,0 +1,57 @@
+"""Weibull distribution (two parameters)."""
+from __future__ import annotations
+
+import tensorplug as _tp
+
+from . import constraints
+from .exponential import Exponential
+from .transformed_distribution import TransformedDistribution
+from .transforms import AffineTransform, PowerTransform
+from .utils import broadcast_all, euler_constant
+
+__all__ = ["Weibull"]
+
+
+class Weibull(TransformedDistribution):
+    """Weibull(scale, concentration): cdf 1 - exp(-(x/scale)^concentration); X = scale E^(1/k),
+    E ~ Exponential(1)."""
+    arg_constraints = {"scale": constraints.positive, "concentration": constraints.positive}
+    support = constraints.positive
+
+    def __init__(self, scale, concentration, validate_args=None):
+        self.scale, self.concentration = broadcast_all(scale, concentration)
+        self.concentration_reciprocal = self.concentration.reciprocal()
+        base_dist = Exponential(_tp.ones_like(self.scale), validate_args=validate_args)
+        transforms = [PowerTransform(exponent=self.concentration_reciprocal),
+                      AffineTransform(loc=0, scale=self.scale)]
+        super().__init__(base_dist, transforms, validate_args=validate_args)
+
+    def expand(self, batch_shape, _instance=None):
+        new = self._get_checked_instance(Weibull, _instance)
+        new.scale = self.scale.expand(batch_shape)
+        new.concentration = self.concentration.expand(batch_shape)
+        new.concentration_reciprocal = new.concentration.reciprocal()
+        base_dist = self.base_dist.expand(batch_shape)
+        new.transforms = [PowerTransform(exponent=new.concentration_reciprocal),
+                          AffineTransform(loc=0, scale=new.scale)]
+        TransformedDistribution.__init__(new, base_dist, new.transforms, validate_args=False)
+        new._validate_args = self._validate_args
+        return new
+
+    @property
+    def mean(self):
+        return self.scale * _tp.exp(_tp.lgamma(1 + self.concentration_reciprocal))
+
+    @property
+    def mode(self):
+        k = self.concentration
+        return self.scale * ((k - 1) / k) ** k.reciprocal()
+
+    @property
+    def variance(self):
+        g1 = _tp.lgamma(1 + self.concentration_reciprocal)
+        return self.scale.pow(2) * (_tp.exp(_tp.lgamma(1 + 2 * self.concentration_reciprocal)) - _tp.exp(2 * g1))
+
+    def entropy(self):
+        return (euler_constant * (1 - self.concentration_reciprocal)
+                + _tp.log(self.scale * self.concentration_reciprocal) + 1)
