@@ -55,6 +55,7 @@ class Tensor:
     _hooks = None
     _post_acc_hooks = None            # [hook(tensor)] run after .grad was accumulated (leaves)
     _retains_grad = False
+    is_sparse = False                 # tensorplug.sparse.SparseTensor overrides (and the methods below)
 
     def __new__(cls, *args, **kwargs):
         from .ops.creation import legacy_construct
@@ -140,6 +141,24 @@ class Tensor:
     @property
     def is_cpu(self) -> bool:
         return self._dev.type == "cpu"
+
+    @property
+    def is_xpu(self) -> bool:          # programs test it beside is_cuda (pytorch/examples dcgan)
+        return self._dev.type == "xpu"
+
+    @property
+    def is_mps(self) -> bool:
+        return self._dev.type == "mps"
+
+    def to_sparse(self, *args, **kwargs):
+        """This tensor as a sparse COO tensor (tensorplug.sparse)."""
+        from .sparse._ops import to_sparse
+        return to_sparse(self, *args, **kwargs)
+
+    to_sparse_coo = to_sparse
+
+    def to_dense(self, dtype=None, *, masked_grad=None):
+        return self if dtype is None else self.to(dtype)
 
     def is_floating_point(self) -> bool:
         return self._dtype.is_floating_point
@@ -359,6 +378,17 @@ class Tensor:
             t.grad = self.grad.__deepcopy__(memo)
         memo[id(self)] = t
         return t
+
+    # -- shared memory (tensorplug.multiprocessing) ---------------------------------------------
+    def share_memory_(self):
+        """Move this tensor's memory into shared memory (a no-op when it is there, or on CUDA)."""
+        from .multiprocessing._sharing import share_tensor_
+        return share_tensor_(self)
+
+    def is_shared(self) -> bool:
+        """Whether this tensor's memory is shared memory (always True on CUDA, as PyTorch)."""
+        from .multiprocessing._sharing import tensor_is_shared
+        return tensor_is_shared(self)
 
     # -- helpers used by the engine -------------------------------------------------------------
     def _ones_like_nograd(self):
