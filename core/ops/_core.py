@@ -73,6 +73,11 @@ def broadcast_all_shapes(*shapes):
 
 
 # -- devices and operands -------------------------------------------------------------------
+class SparseOpError(NotImplementedError):
+    """A dense op reached a sparse COO tensor (tensorplug.sparse raises it; the functional add/sub/mul/div
+    catch it and hand over to the sparse ops)."""
+
+
 def device_mismatch(a, b):
     if a.is_sparse or b.is_sparse:          # (a sparse tensor's kernel table is its own: tensorplug.sparse)
         from ..sparse._tensor import unsupported_mix

@@ -10,6 +10,7 @@ import math
 from .. import dtypes as _dt
 from ..amp.state import state as _amp
 from ..autograd.grad_mode import no_grad as _no_grad
+from ._core import SparseOpError
 from ._core import (Tensor, _gstate, _make, broadcast_shapes, check_cast, check_inplace, commit_inplace,
                     grad_for, is_scalar, prep_binary, record, snapshot, zeros_like_grad)
 from .complex import cj, not_for_complex, real as _real, sgn
@@ -21,6 +22,11 @@ from ._float32 import in_float32, round_scalar
 def _binary(kname, a, b, float_result=False):
     ad, bd, dt, k, dev = prep_binary(a, b, float_result)
     return _make(k[kname](ad, bd), dt, k, dev)
+
+
+def _sparse_ops():
+    from ..sparse import _ops
+    return _ops
 
 
 def _rg(x):
@@ -37,7 +43,10 @@ def add(input, other, *, alpha=1, out=None):
         if _both_bfloat16(input, other):    # PyTorch: alpha in bfloat16, x + alpha * y in float32, one rounding
             return _out(add(input.float(), other.float(), alpha=round_scalar(alpha)).to(_dt.bfloat16), out)
         other = mul(other, alpha)
-    r = _binary("add", input, other)
+    try:
+        r = _binary("add", input, other)
+    except SparseOpError:                   # torch.add with a sparse COO operand (a zero-cost try)
+        return _out(_sparse_ops().add(input, other), out)
     if _gstate.enabled and (_rg(input) or _rg(other)):
         a, b = input, other
         record("AddBackward0", r, _tensors(a, b), lambda g: _grads2(g, a, b, g, g))
@@ -53,7 +62,10 @@ def sub(input, other, *, alpha=1, out=None):
         if _both_bfloat16(input, other):
             return _out(sub(input.float(), other.float(), alpha=round_scalar(alpha)).to(_dt.bfloat16), out)
         other = mul(other, alpha)
-    r = _binary("sub", input, other)
+    try:
+        r = _binary("sub", input, other)
+    except SparseOpError:
+        return _out(_sparse_ops().sub(input, other), out)
     if _gstate.enabled and (_rg(input) or _rg(other)):
         a, b = input, other
         record("SubBackward0", r, _tensors(a, b), lambda g: _grads2(g, a, b, g, lambda: -g))
@@ -61,7 +73,14 @@ def sub(input, other, *, alpha=1, out=None):
 
 
 def mul(input, other, *, out=None):
-    r = _binary("mul", input, other)
+    try:
+        r = _binary("mul", input, other)
+    except SparseOpError:                   # a sparse COO tensor times a scalar
+        s, o = (input, other) if getattr(input, "is_sparse", False) else (other, input)
+        r = _sparse_ops().mul(s, o)
+        if r is NotImplemented:
+            raise
+        return _out(r, out)
     if _gstate.enabled and (_rg(input) or _rg(other)):
         a, b = input, other
         record("MulBackward0", r, _tensors(a, b),
@@ -71,7 +90,13 @@ def mul(input, other, *, out=None):
 
 def div(input, other, *, rounding_mode=None, out=None):
     if rounding_mode is None:
-        r = _binary("div", input, other, float_result=True)
+        try:
+            r = _binary("div", input, other, float_result=True)
+        except SparseOpError:
+            r = _sparse_ops().div(input, other) if getattr(input, "is_sparse", False) else NotImplemented
+            if r is NotImplemented:
+                raise
+            return _out(r, out)
         if _gstate.enabled and (_rg(input) or _rg(other)):
             a, b = input, other
             record("DivBackward0", r, _tensors(a, b),

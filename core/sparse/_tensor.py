@@ -16,6 +16,7 @@ from __future__ import annotations
 from .. import dtypes as _dt
 from .._layout import sparse_coo
 from ..autograd.graph import record
+from ..ops._core import SparseOpError
 from ..tensor import Tensor, _gstate, _make
 
 _HELP = ("tensorplug supports on sparse COO tensors only the operations of tensorplug.sparse "
@@ -27,12 +28,12 @@ def backend_name(dev):
 
 
 def unsupported(op, dev):
-    return NotImplementedError(f"Could not run 'aten::{op}' with arguments from the '{backend_name(dev)}' "
+    return SparseOpError(f"Could not run 'aten::{op}' with arguments from the '{backend_name(dev)}' "
                                f"backend. {_HELP}")
 
 
 def unsupported_mix(s):
-    return NotImplementedError(f"Could not run this operator with a dense and a sparse argument on the "
+    return SparseOpError(f"Could not run this operator with a dense and a sparse argument on the "
                                f"'{backend_name(s._dev)}' backend. {_HELP}")
 
 

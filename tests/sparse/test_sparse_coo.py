@@ -266,3 +266,22 @@ def test_numpy_conversion_errors():
     """numpy() of a sparse tensor raises PyTorch's TypeError."""
     with pytest.raises(TypeError, match="can't convert Sparse layout tensor to numpy. Use Tensor.to_dense\\(\\) first."):
         _s().numpy()
+
+
+def test_functional_add_sub_mul_div_take_sparse_operands():
+    tp = torch
+    """torch.add / sub / mul / div as functions accept sparse COO operands as the operators do."""
+    i = tp.tensor([[0, 1, 1], [1, 0, 1]])
+    s = tp.sparse_coo_tensor(i, tp.tensor([1., 2., 3.]), (2, 2))
+    dense = np.array([[0., 1.], [2., 3.]])
+    assert tp.add(s, s).is_sparse and np.array_equal(tp.add(s, s).to_dense().numpy(), 2 * dense)
+    assert np.array_equal(tp.add(s, s, alpha=2).to_dense().numpy(), 3 * dense)
+    assert np.array_equal(tp.sub(s, s).to_dense().numpy(), 0 * dense)
+    assert np.array_equal(tp.mul(s, 2).to_dense().numpy(), 2 * dense)
+    assert np.array_equal(tp.div(s, 2).to_dense().numpy(), dense / 2)
+    r = tp.add(tp.ones(2, 2), s)
+    assert not r.is_sparse and np.array_equal(r.numpy(), dense + 1)
+    with pytest.raises(RuntimeError, match="add\\(sparse, dense\\) is not supported"):
+        tp.add(s, tp.ones(2, 2))
+    with pytest.raises(NotImplementedError, match="SparseCPU"):
+        tp.exp(s)
