@@ -8,7 +8,8 @@
 #      symlinked package folder on PYTHONPATH instead;
 #   2. runs `tensorplug backends check cuda` (the whole conformance suite; TF32 off);
 #   3. runs bench/gpu.py (matmul, elementwise, MLP and ResNet-18 steps with the device's ceilings);
-#   4. runs tests/cuda/test_cuda_gpu.py without its conformance part, where pytest is installed.
+#   4. runs tests/cuda/test_cuda_gpu.py (without its conformance part) and the GPU comparisons of
+#      tests/cuda/test_cuda_vision.py (RawKernels against their lowerings), where pytest is installed.
 # Everything goes to OUTPUT_DIR, in 8 files (the most a lent device machine sends back): environment.txt,
 # install.txt, check.txt (backends list, then the check) + check.json, bench.txt + bench.json,
 # pytest_gpu.txt, and summary.txt (one line per step with its exit code).
@@ -87,8 +88,8 @@ cat "$OUT/bench.txt" >> "$SUMMARY"
 # 4. the GPU tests (fused kernels against their reference lowering, RNG streams, TF32, devices, NCCL)
 if "$PY" -c "import pytest" 2>/dev/null; then
   run_limited "${PYTEST_TIMEOUT:-150}" "$PY" -m pytest -q -p no:cacheprovider -rs tests/cuda/test_cuda_gpu.py \
-    -k "not conformance" > "$OUT/pytest_gpu.txt" 2>&1
-  step "pytest tests/cuda/test_cuda_gpu.py" $?
+    tests/cuda/test_cuda_vision.py -k "not conformance" > "$OUT/pytest_gpu.txt" 2>&1
+  step "pytest tests/cuda/test_cuda_gpu.py tests/cuda/test_cuda_vision.py" $?
   tail -n 5 "$OUT/pytest_gpu.txt" >> "$SUMMARY"
 else
   echo "pytest is not installed: tests/cuda/test_cuda_gpu.py not run" | tee -a "$SUMMARY"
