@@ -12,10 +12,12 @@ from .ops import reduction as _reduction
 from .ops.pointwise import _out, erf, expm1, exp2 as _exp2, log1p, round, sigmoid as expit  # noqa: F401
 from .ops.special import (digamma, entr, erfc, erfcx, erfinv, i0, i0e, i1, i1e, lgamma as gammaln,  # noqa: F401
                           log_ndtr, logit, mvlgamma as multigammaln, ndtr, ndtri, polygamma, sinc, xlog1py, xlogy)
+from .ops.special import igamma as gammainc, igammac as gammaincc  # noqa: F401
 
 psi = digamma
 
-__all__ = ["digamma", "entr", "erf", "erfc", "erfcx", "erfinv", "exp2", "expit", "expm1", "gammaln", "i0",
+__all__ = ["digamma", "entr", "erf", "erfc", "erfcx", "erfinv", "exp2", "expit", "expm1", "gammainc", "gammaincc",
+           "gammaln", "i0",
            "i0e", "i1", "i1e", "log1p", "log_ndtr", "log_softmax", "logit", "logsumexp", "multigammaln", "ndtr",
            "ndtri", "polygamma", "psi", "round", "sinc", "softmax", "xlog1py", "xlogy"]
 

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import tensorplug as tp
 import tensorplug.nn.functional as F
+from tensorplug.autograd import Function
 from tensorplug.tensor import Size
 
 from . import constraints
@@ -11,9 +12,28 @@ from .exp_family import ExponentialFamily
 __all__ = ["Dirichlet"]
 
 
+class _Dirichlet(Function):
+    """A Dirichlet draw with the implicit reparameterisation gradient (the sampler itself has none):
+    d x_i / d alpha_j = D_j (delta_ij - x_i), D = _dirichlet_grad(x, alpha, alpha.sum(-1)). The backward
+    is in Tensor ops on the saved sample, so higher-order gradients flow too."""
+
+    @staticmethod
+    def forward(ctx, concentration):
+        x = tp._sample_dirichlet(concentration)
+        ctx.save_for_backward(x, concentration)
+        return x
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        x, concentration = ctx.saved_tensors
+        total = concentration.sum(-1, True).expand_as(concentration)
+        grad = tp._dirichlet_grad(x, concentration, total)
+        return grad * (grad_output - (x * grad_output).sum(-1, True))
+
+
 class Dirichlet(ExponentialFamily):
     """Dirichlet distribution; the last dimension of `concentration` is the event dimension.
-    rsample is differentiable (`tensorplug._sample_dirichlet`).
+    rsample is differentiable (implicit reparameterisation, as PyTorch's).
 
     >>> Dirichlet(tp.tensor([0.5, 0.5])).sample()  # a point on the 1-simplex
     """
@@ -33,7 +53,7 @@ class Dirichlet(ExponentialFamily):
 
     def rsample(self, sample_shape=Size()):
         shape = self._extended_shape(sample_shape)
-        return tp._sample_dirichlet(self.concentration.expand(shape))
+        return _Dirichlet.apply(self.concentration.expand(shape))
 
     def log_prob(self, value):
         if self._validate_args:

@@ -50,7 +50,9 @@ class Gamma(ExponentialFamily):
         value = tp._standard_gamma(self.concentration.expand(shape)) / self.rate.expand(shape)
         # keep samples off 0, where log_prob and the gradients of later ops would be infinite
         tiny = tp.finfo(value.dtype).tiny
-        return value.clamp(min=tiny) if not value.requires_grad else value + (value.detach().clamp(min=tiny) - value.detach())
+        if not value.requires_grad:
+            return value.clamp(min=tiny)
+        return value + (value.detach().clamp(min=tiny) - value.detach())      # the clamp without its gradient
 
     def log_prob(self, value):
         value = tp.as_tensor(value, dtype=self.rate.dtype, device=self.rate.device)
@@ -62,10 +64,7 @@ class Gamma(ExponentialFamily):
     def cdf(self, value):
         if self._validate_args:
             self._validate_sample(value)
-        gammainc = getattr(tp.special, "gammainc", None)
-        if gammainc is None:
-            raise NotImplementedError("Gamma.cdf needs tensorplug.special.gammainc, which is not available")
-        return gammainc(self.concentration, self.rate * value)
+        return tp.special.gammainc(self.concentration, self.rate * value)
 
     def entropy(self):
         c = self.concentration

@@ -1,6 +1,6 @@
 """Special functions and the remaining elementwise math: inverse hyperbolics, the gamma family
-(lgamma digamma polygamma mvlgamma), the error-function family (erfc erfinv and, for
-tensorplug.special, erfcx ndtr ndtri log_ndtr), modified Bessel i0 (i0e i1 i1e), sinc logit xlogy
+(lgamma digamma polygamma mvlgamma, the incomplete igamma igammac), the error-function family (erfc
+erfinv and, for tensorplug.special, erfcx ndtr ndtri log_ndtr), modified Bessel i0 (i0e i1 i1e), sinc logit xlogy
 hypot logaddexp heaviside nextafter ldexp frexp signbit nan_to_num gcd lcm ...
 
 Every op is composed of Tensor ops, so every backend has it. The series and iterations run without
@@ -384,20 +384,22 @@ def _p_series(a, x):
 
 def _q_cfrac(a, x):
     # Q = x^a e^-x / Gamma(a) / (x + 1 - a - 1 (1 - a) / (x + 3 - a - 2 (2 - a) / ...)), modified Lentz;
-    # x >= a makes every denominator positive
+    # x >= a makes every denominator positive. An element stops where its factor is 1 to a few ulps
+    # (once converged, the factors only wander by rounding around 1).
     tiny = 1e-300
     b = x + 1 - a
 
     def step(n, s):
-        b, c, d, h, _ = s
+        b, c, d, h, done = s
         an = -n * (n - a)
         b = b + 2
         d = an * d + b
         d = 1 / where(abs(d) < tiny, tiny, d)
         c = b + an / c
         c = where(abs(c) < tiny, tiny, c)
-        return b, c, d, h * d * c, d * c
-    s = _iterate(step, (b, b * 0 + 1 / tiny, 1 / b, 1 / b, b), lambda s: abs(s[4] - 1) <= _EPS)
+        delta = d * c
+        return b, c, d, where(done, h, h * delta), done | (abs(delta - 1) <= 4 * _EPS)
+    s = _iterate(step, (b, b * 0 + 1 / tiny, 1 / b, 1 / b, b != b), lambda s: s[4])
     return s[3] * _igam_fac(a, x)
 
 
@@ -414,7 +416,8 @@ def _q_series(a, x):
 
 def _igamma(a, x, upper):
     """P(a, x), or Q(a, x) when `upper`, of float64 tensors, with PyTorch's values at the edges."""
-    a, x = a + x * 0, x + a * 0
+    shape = broadcast_shapes(a._data.shape, x._data.shape)
+    a, x = a.expand(shape), x.expand(shape)
     nan = isnan(a) | isnan(x) | (a < 0) | (x < 0) | ((a == 0) & (x == 0)) | (isinf(a) & isinf(x))
     ok = (a > 0) & (x > 0) & ~isinf(a) & ~isinf(x)
     if upper:

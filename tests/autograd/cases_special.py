@@ -34,6 +34,10 @@ CASES = [
     Case("logit", torch.logit, lambda: (pos(2, 3) / 2.5,)),
     Case("logit_eps", lambda a: torch.logit(a, eps=0.1), lambda: (v(0.05, 0.3, 0.6, 0.97),)),
     Case("xlogy", torch.xlogy, lambda: (r(3, 4), pos(4))),
+    Case("igamma_x", lambda x: torch.igamma(torch.tensor([0.6, 2.0, 12.0], dtype=torch.float64), x),
+         lambda: (v(0.4, 2.5, 11.0),)),                     # differentiable in x only, as PyTorch
+    Case("igammac_x", lambda x: torch.igammac(torch.tensor([0.6, 2.0, 12.0], dtype=torch.float64), x),
+         lambda: (v(0.4, 2.5, 11.0),)),
     Case("xlogy_scalar_input", lambda b: torch.xlogy(2.5, b), lambda: (pos(5),)),
     Case("special_xlog1py", S.xlog1py, lambda: (r(3), pos(3))),
     Case("special_entr", S.entr, lambda: (pos(5),)),

@@ -59,11 +59,3 @@ def seeded(fn, seed=0):
 def req(x):
     return t64(x).requires_grad_()
 
-
-def needs(name):
-    """Skip marker for tests that need a random primitive another part of the project provides
-    (tensorplug._standard_gamma, poisson, binomial, Tensor.cauchy_ ...)."""
-    import pytest
-    obj = tp.ones(1) if name.endswith("_") else tp
-    have = hasattr(obj, name)
-    return pytest.mark.skipif(not have, reason=f"tensorplug{'.Tensor' if name.endswith('_') else ''}.{name} not available yet")

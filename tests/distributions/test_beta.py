@@ -6,7 +6,7 @@ from scipy import stats
 import tensorplug as tp
 from tensorplug.distributions import Beta
 
-from ._helpers import check_scipy_moments, close, needs, req, seeded, t64
+from ._helpers import check_scipy_moments, close, req, t64
 
 A, B = np.array([0.5, 2.0, 5.0]), np.array([0.5, 3.0, 1.5])
 REF = stats.beta(A, B)
@@ -32,10 +32,25 @@ def test_gradients_and_validation():
         Beta(2.0, 2.0).log_prob(tp.tensor(1.5))
 
 
-@needs("_sample_dirichlet")
-def test_sampling_and_reparameterised_gradient():
-    """Moments of 20000 samples; rsample differentiable to both concentrations."""
+def test_sampling_moments():
+    """Moments of 20000 samples."""
     tp.manual_seed(9)
     check_scipy_moments(Beta(t64(A), t64(B)).rsample((20000,)), REF)
-    f = seeded(lambda a, b: Beta(a, b).rsample((2,)))
-    assert tp.autograd.gradcheck(f, (req(A), req(B)), atol=1e-4, rtol=1e-3)
+
+
+def test_rsample_gradients_are_those_of_the_inverse_cdf():
+    """d sample / d concentration1 and concentration0 (first and second order, through Dirichlet's
+    reparameterised gradient) equal the derivatives of SciPy's beta.ppf at the sample's fixed u."""
+    tp.manual_seed(4)
+    a, b = req(np.broadcast_to(A, (6, 3))), req(np.broadcast_to(B, (6, 3)))
+    x = Beta(a, b).rsample()
+    ga, gb = tp.autograd.grad(x.sum(), (a, b), create_graph=True)
+    gaa, = tp.autograd.grad(ga.sum(), a, retain_graph=True)
+    gbb, = tp.autograd.grad(gb.sum(), b)
+    xv, av, bv = x.detach().numpy(), a.detach().numpy(), b.detach().numpy()
+    u = stats.beta.cdf(xv, av, bv)
+    for g, gg, p, shift in ((ga, gaa, av, lambda h: (av + h, bv)), (gb, gbb, bv, lambda h: (av, bv + h))):
+        ppf = lambda h: stats.beta.ppf(u, *shift(h))
+        h1, h2 = 1e-6 * p, 1e-4 * p
+        close(g, (ppf(h1) - ppf(-h1)) / (2 * h1), rtol=1e-6, atol=1e-12)
+        close(gg, (ppf(h2) - 2 * ppf(0) + ppf(-h2)) / h2 ** 2, rtol=1e-4, atol=1e-7)

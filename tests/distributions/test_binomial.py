@@ -6,7 +6,7 @@ from scipy import stats
 import tensorplug as tp
 from tensorplug.distributions import Binomial
 
-from ._helpers import check_scipy_moments, close, needs, req, t64
+from ._helpers import check_scipy_moments, close, req, t64
 
 N, P = np.array([10.0, 10.0, 25.0]), np.array([0.2, 0.5, 0.9])
 REF = stats.binom(N, P)
@@ -38,7 +38,6 @@ def test_gradient_and_validation():
     assert Binomial(10, t64(P)).expand((2, 3)).total_count.shape == (2, 3)
 
 
-@needs("binomial")
 def test_sampling():
     """Moments of 20000 samples."""
     tp.manual_seed(14)

@@ -6,7 +6,7 @@ from scipy import stats
 import tensorplug as tp
 from tensorplug.distributions import Cauchy
 
-from ._helpers import close, needs, req, seeded, t64
+from ._helpers import close, req, seeded, t64
 
 LOC, SCALE = np.array([0.0, 2.0]), np.array([1.0, 0.3])
 REF = stats.cauchy(LOC, SCALE)
@@ -23,7 +23,6 @@ def test_values_against_scipy():
     assert tp.autograd.gradgradcheck(lambda l, s: Cauchy(l, s).log_prob(t64(x)), (req(LOC), req(SCALE)))
 
 
-@needs("cauchy_")
 def test_sampling_quantiles_and_gradient():
     """The quartiles of 20000 samples within 5 SEs (the moments do not exist); rsample differentiable."""
     tp.manual_seed(6)

@@ -6,7 +6,7 @@ from scipy import stats
 import tensorplug as tp
 from tensorplug.distributions import NegativeBinomial
 
-from ._helpers import check_scipy_moments, close, needs, req, t64
+from ._helpers import check_scipy_moments, close, req, t64
 
 R, P = np.array([1.0, 4.5, 10.0]), np.array([0.3, 0.6, 0.1])
 REF = stats.nbinom(R, 1 - P)
@@ -27,8 +27,6 @@ def test_values_against_scipy():
     assert NegativeBinomial(t64(R), t64(P)).expand((2, 3)).batch_shape == (2, 3)
 
 
-@needs("_standard_gamma")
-@needs("poisson")
 def test_sampling():
     """Moments of 20000 samples (a Gamma-Poisson mixture)."""
     tp.manual_seed(16)

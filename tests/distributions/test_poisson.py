@@ -6,7 +6,7 @@ from scipy import stats
 import tensorplug as tp
 from tensorplug.distributions import Poisson
 
-from ._helpers import check_scipy_moments, close, needs, req, t64
+from ._helpers import check_scipy_moments, close, req, t64
 
 RATE = np.array([0.0, 0.7, 4.0, 30.0])
 REF = stats.poisson(RATE)
@@ -25,7 +25,6 @@ def test_values_against_scipy():
     assert Poisson(t64(RATE)).expand((2, 4)).batch_shape == (2, 4)
 
 
-@needs("poisson")
 def test_sampling():
     """Moments of 20000 samples (rate > 0)."""
     tp.manual_seed(13)

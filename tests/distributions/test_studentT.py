@@ -5,7 +5,7 @@ from scipy import stats
 import tensorplug as tp
 from tensorplug.distributions import StudentT
 
-from ._helpers import check_moments, close, needs, req, seeded, t64
+from ._helpers import check_moments, close, req, seeded, t64
 
 DF, LOC, SCALE = np.array([0.8, 1.5, 9.0]), np.array([0.0, 1.0, -2.0]), np.array([1.0, 2.0, 0.5])
 REF = stats.t(DF, LOC, SCALE)
@@ -24,7 +24,6 @@ def test_values_against_scipy():
     assert StudentT(t64(DF)).expand((2, 3)).batch_shape == (2, 3)
 
 
-@needs("_standard_gamma")
 def test_sampling_and_gradient():
     """Moments of 40000 samples with df = 9; rsample differentiable in loc and scale."""
     tp.manual_seed(11)
