@@ -37,14 +37,25 @@ COLUMNS = ("name", "kind", "device", "version", "origin", "status", "selected")
 
 def backend_rows() -> tuple[list[dict], list[dict]]:
     """One dict per registered backend, and one per plugin that failed to load or register."""
-    from tensorplug.dispatch import registry
+    rows, broken, _ = _backend_report()
+    return rows, broken
+
+
+def _backend_report() -> tuple[list[dict], list[dict], str | None]:
+    """backend_rows() and the configuration error (None when the configuration is fine)."""
+    from tensorplug.dispatch import config, registry
     registry.ensure_loaded()
-    configured = registry.settings()
-    usable = {b.device_type for b in registry.compute.values() if b.is_available()[0]}
+    try:
+        configured, config_error = registry.settings(), None
+    except config.ConfigError as e:
+        configured, config_error = {}, str(e)
+    # first ask every backend (a plugin whose answer raises is dropped here, listed as broken)
+    avail = {id(b): registry.available(b) for b in [*registry.compute.values(), *registry.communication.values()]}
+    usable = {b.device_type for b in registry.compute.values() if avail.get(id(b), (False,))[0]}
     rows = []
-    compute = sorted(registry.compute.values(), key=lambda b: (b.device_type, -b.priority, b.name))
+    compute = sorted(registry.compute.values(), key=lambda b: (b.device_type, -registry.priority(b), b.name))
     for b in [*compute, *sorted(registry.communication.values(), key=lambda b: b.name)]:
-        ok, reason = b.is_available()
+        ok, reason = avail.get(id(b)) or registry.available(b)
         row = {"name": b.name, "kind": b.kind, "device": b.device_type, "version": str(b.version),
                "origin": registry.origin.get(b.name, "?"), "available": bool(ok), "reason": reason or None,
                "selected": None, "selected_by": None, "selection_error": None}
@@ -54,14 +65,14 @@ def backend_rows() -> tuple[list[dict], list[dict]]:
             except RuntimeError as e:
                 row["selected"] = False
                 # worth a line when configuration is at fault, not when the device is simply absent
-                if b.device_type in configured or b.device_type in usable:
+                if (b.device_type in configured or b.device_type in usable) and str(e) != config_error:
                     row["selection_error"] = str(e)
             else:
                 row["selected"] = chosen is b
                 row["selected_by"] = registry.selection_reason(b.device_type) if chosen is b else None
         rows.append(row)
     broken = [{"plugin": p.name, "origin": p.origin, "error": p.error} for p in registry.plugins if p.error]
-    return rows, broken
+    return rows, broken, config_error
 
 
 def _cells(row: dict) -> list[str]:
@@ -78,9 +89,15 @@ def _cells(row: dict) -> list[str]:
 @backends_app.command("list")
 def list_backends(as_json: bool = typer.Option(False, "--json", help="Print JSON instead of a table.")):
     """List registered backends: kind, device type, version, origin, availability, selection."""
-    rows, broken = backend_rows()
+    from tensorplug.dispatch import config
+    try:
+        rows, broken, config_error = _backend_report()
+    except config.ConfigError as e:         # before any backend loads (TENSORPLUG_STRICT_PLUGINS)
+        typer.echo(f"Error: {e}", err=True)
+        raise typer.Exit(2)
     if as_json:
-        typer.echo(json.dumps({"backends": rows, "plugin_errors": broken}, indent=2))
+        typer.echo(json.dumps({"backends": rows, "plugin_errors": broken, "config_error": config_error},
+                              indent=2))
         return
     from ._console import console, print_table
     out = console()
@@ -89,6 +106,7 @@ def list_backends(as_json: bool = typer.Option(False, "--json", help="Print JSON
     notes = [f"{r['name']} unavailable: {r['reason']}" for r in rows if not r["available"]]
     notes += [f"selection error: {e}" for e in sorted({r["selection_error"] for r in rows if r["selection_error"]})]
     notes += [f"broken plugin {p['plugin']!r} ({p['origin']}): {p['error']}" for p in broken]
+    notes += [f"configuration error: {config_error}"] if config_error else []
     for line in notes:
         out.print(line, markup=False)
 

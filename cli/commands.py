@@ -29,7 +29,7 @@ def _lookup(name: str, compute_only=False):
         _err(f"{name!r} is a communication backend; `check` runs the conformance suite of compute backends "
              f"({', '.join(sorted(registry.compute))})", EXIT_USAGE)
     known = sorted(registry.compute) + sorted(registry.communication) * (not compute_only)
-    broken = [p for p in registry.plugins if p.error and p.name == name]
+    broken = [p for p in registry.plugins if p.error and (p.name == name or f"backend {name!r}" in p.error)]
     hint = f"; plugin {name!r} failed to load: {broken[0].error}" if broken else ""
     _err(f"unknown backend {name!r}; registered backends: {', '.join(known) or 'none'}{hint}", EXIT_USAGE)
 
@@ -49,7 +49,7 @@ def show(name: str = typer.Argument(..., metavar="NAME", help="Backend name (see
     from tensorplug.dispatch import registry
     from tensorplug.dispatch.backend_api import API_VERSION
     b = _lookup(name)
-    ok, reason = b.is_available()
+    ok, reason = registry.available(b)
     info = {"name": b.name, "kind": b.kind, "device": b.device_type, "version": str(b.version),
             "api_version": b.api_version, "tensorplug_api_version": API_VERSION,
             "origin": registry.origin.get(b.name, "?"), "available": bool(ok), "reason": reason or None,
@@ -133,6 +133,9 @@ def check(name: str = typer.Argument(..., metavar="NAME", help="Compute backend 
           verbose: bool = typer.Option(False, "-v", "--verbose", help="Print every check with its status."),
           max_failures: int = typer.Option(30, "--max-failures", metavar="N",
                                            help="Failures printed in full (all of them in --json)."),
+          timeout: float = typer.Option(60.0, "--timeout", metavar="S", min=0,
+                                        help="Seconds each check may run; a check still running then fails, "
+                                             "naming its kernel (0: no limit)."),
           no_progress: bool = typer.Option(False, "--no-progress",
                                            help="No progress line (there is none when stderr is not a terminal).")):
     """Run the conformance suite on a backend.
@@ -140,8 +143,9 @@ def check(name: str = typer.Argument(..., metavar="NAME", help="Compute backend 
     One progress line on a terminal, then a summary per op family; exit code 1 on any failure, 0
     when everything passes or is an expected failure."""
     from tensorplug.testing.conformance import runner
+    from tensorplug.dispatch import registry
     b = _lookup(name, compute_only=True)
-    ok, reason = b.is_available()
+    ok, reason = registry.available(b, kernels=False)      # guarded: a plugin whose probe raises is reported
     if not ok:
         _err(f"backend {b.name!r} is not available here: {reason}", EXIT_UNAVAILABLE)
     try:
@@ -160,14 +164,21 @@ def check(name: str = typer.Argument(..., metavar="NAME", help="Compute backend 
     info = runner.backend_info(b)
     console().print(f"Checking backend {b.name!r} (device {b.device_type}, version {info['version']}, SPI "
                     f"{info['api_version']}, {info['origin']}): {len(checks)} checks", markup=False)
-    results = []
-    with runner.selected(b), _progress(len(checks), progress_wanted(not no_progress)) as step:
-        for c in checks:
-            with step(c.id):
-                r = runner.run_check(c, expected)
-            results.append(r)
-            if verbose:
-                typer.echo(f"{r.status.upper():8} {r.id}" + (f": {r.message}" if r.status == "failed" else ""))
+    steps = []
+
+    def started(c):
+        steps.append(step(c.id))
+        steps[-1].__enter__()
+
+    def finished(c, r):
+        steps.pop().__exit__(None, None, None)
+        if verbose:
+            typer.echo(f"{r.status.upper():8} {r.id}" + (f": {r.message}" if r.status == "failed" else ""))
+    with _progress(len(checks), progress_wanted(not no_progress)) as step:
+        try:
+            results = runner.run_checks(b, checks, expected, timeout or None, started, finished)
+        except RuntimeError as e:           # the worker process could not start or find the backend
+            _err(str(e), EXIT_FAILED)
     report = runner.Report(info, results)
     typer.echo("")
     typer.echo(report.format_summary())

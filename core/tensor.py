@@ -35,6 +35,27 @@ _NONLEAF_GRAD = ("The .grad attribute of a Tensor that is not a leaf Tensor is b
                  "for a non-leaf Tensor, use .retain_grad() on the non-leaf Tensor. If you access the non-leaf "
                  "Tensor by mistake, make sure you access the leaf Tensor instead.")
 
+# for PyTorch's messages about an assigned .grad: dtypes by C++ type name and by scalar-type name
+_CNAME = {"float16": "c10::Half", "bfloat16": "c10::BFloat16", "float32": "float", "float64": "double",
+          "int8": "signed char", "int16": "short int", "int32": "int", "int64": "long int", "uint8": "unsigned char",
+          "bool": "bool", "complex64": "c10::complex<float>", "complex128": "c10::complex<double>"}
+_SNAME = {"float16": "Half", "bfloat16": "BFloat16", "float32": "Float", "float64": "Double", "int8": "Char",
+          "int16": "Short", "int32": "Int", "int64": "Long", "uint8": "Byte", "bool": "Bool",
+          "complex64": "ComplexFloat", "complex128": "ComplexDouble"}
+_GRAD_DTYPE_HINT = ("The gradient must match the tensor's grad_dtype (defaults to the tensor's dtype). You can set the "
+                    "tensor's grad_dtype attribute with a specific dtype, or None to allow any dtype. Set grad_dtype "
+                    "with caution. Diverging the dtypes of a tensor and its gradient may break downstream systems "
+                    "that assume they match.")
+_SAME = object()        # grad_dtype not set: the tensor's own dtype
+
+
+def _grad_device_error(got, want):
+    if got.type != want.type:
+        return (f"attempting to assign a gradient with device type '{got.type}' to a tensor with device type "
+                f"'{want.type}'. Please ensure that the gradient and the tensor are on the same device")
+    return (f"attempting to assign a gradient located on device with index '{got.index}' to a tensor located on "
+            f"device with index '{want.index}'. Please ensure that the gradient and the tensor are on the same device")
+
 
 class Tensor:
     __slots__ = ("_data", "_dtype", "_k", "_dev", "__dict__", "__weakref__")
@@ -45,6 +66,7 @@ class Tensor:
     _rg = False                       # requires grad (leaf flag, or recorded by an op)
     grad_fn = None
     _grad = None                      # .grad (a property: warns on non-leaves, as PyTorch)
+    _grad_dtype = _SAME               # the dtype .grad must have: _SAME (the tensor's), a dtype, or None (any)
     _out_nr = 0
     _ver = None                       # [version] shared by all views of one storage
     _base = None                      # the tensor this one is a view of
@@ -76,11 +98,42 @@ class Tensor:
             if not isinstance(value, Tensor):
                 raise TypeError(f"assigned grad expected to be a Tensor or None but got grad of type "
                                 f"{type(value).__name__}")
+            if value is self:
+                raise RuntimeError("can't assign Variable as its own grad")
+            if value._dev is not self._dev:
+                raise RuntimeError(_grad_device_error(value._dev, self._dev))
+            gd = self._grad_dtype
+            if value._dtype is not (self._dtype if gd is _SAME else gd) and gd is not None:
+                raise RuntimeError(f"attempting to assign a gradient with dtype '{_CNAME[value._dtype.name]}' to a "
+                                   f"tensor with grad_dtype '{_SNAME[(self._dtype if gd is _SAME else gd).name]}'. "
+                                   + _GRAD_DTYPE_HINT)
             if value._data.shape != self._data.shape:
                 raise RuntimeError(f"attempting to assign a gradient of size '{list(value._data.shape)}' to a tensor "
                                    f"of size '{list(self._data.shape)}'. Please ensure that the gradient and the "
                                    f"tensor are the same size")
         self._grad = value
+
+    @property
+    def grad_dtype(self):
+        """The dtype `.grad` must have (default: the tensor's dtype; None: any). Leaves only."""
+        if self.grad_fn is not None:
+            raise RuntimeError("grad_dtype can only be accessed on leaf tensors.")
+        gd = self._grad_dtype
+        return self._dtype if gd is _SAME else gd
+
+    @grad_dtype.setter
+    def grad_dtype(self, dt):
+        if self.grad_fn is not None:
+            raise RuntimeError("grad_dtype can only be set on leaf tensors.")
+        if dt is not None and not isinstance(dt, _dt.dtype):
+            raise RuntimeError(f"grad_dtype must be a torch.dtype or None, but got {type(dt).__name__}")
+        g = self._grad
+        if g is not None and dt is not None and g._dtype is not dt:
+            raise RuntimeError(f"Cannot set grad_dtype to '{_SNAME[dt.name]}' because there is already a gradient "
+                               f"with dtype '{_SNAME[g._dtype.name]}'. Please clear the gradient (.grad = None) "
+                               "before changing grad_dtype, or ensure the new grad_dtype matches the existing "
+                               "gradient's dtype.")
+        self._grad_dtype = dt
 
     def __getattr__(self, name):
         # only for names that ordinary lookup missed: the methods of the op families that load on

@@ -9,7 +9,7 @@ import pytest
 # Before tensorplug selects any backend: no TENSORPLUG_BACKEND_* and no ~/.config file may steer tests.
 for _key in [k for k in os.environ if k.startswith("TENSORPLUG_BACKEND_")]:
     del os.environ[_key]
-os.environ["TENSORPLUG_CONFIG"] = os.path.join(os.path.dirname(__file__), "no-such-config.toml")
+os.environ["TENSORPLUG_CONFIG"] = os.devnull     # an empty config (a named file that is missing is an error)
 os.environ.pop("TENSORPLUG_STRICT_PLUGINS", None)
 
 from tensorplug.dispatch import registry  # noqa: E402

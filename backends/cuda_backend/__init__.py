@@ -59,7 +59,8 @@ class CudaBackend(Backend):
         self._count = None
         self._fusion = None
         self.fallbacks = {}              # which CuPy gaps were worked around (scatter_add dtypes, ...)
-        self.allow_tf32 = os.environ.get("TENSORPLUG_CUDA_TF32", "") not in ("", "0")
+        from tensorplug.dispatch.config import env_bool
+        self.allow_tf32 = env_bool("TENSORPLUG_CUDA_TF32")
 
     # -- the array modules ---------------------------------------------------------------------------
     def modules(self):
@@ -265,6 +266,9 @@ class CudaBackend(Backend):
         table.update(fft.build(xp))
         from . import linalg
         table.update(linalg.build(xp, cx))
+        from . import sparse, vision
+        table.update(sparse.build(xp, cx, lambda: self.kernels))
+        table.update(vision.build(xp, lambda: self.kernels))
         return table
 
 

@@ -242,7 +242,7 @@ def randperm(state, n, dtype):
 
 
 def bernoulli(state, p):
-    return (state.random(p.shape) < p).astype(p.dtype)
+    return _arr((state.random(p.shape) < p).astype(p.dtype))      # 0-d p: NumPy gives a scalar
 
 
 # samplers of the random-distribution family (dispatch/optional_random.py): float32 or float64 in,

@@ -324,6 +324,9 @@ def _accumulate(var, g, create_graph):
     if tuple(g.shape) != tuple(var.shape):
         raise RuntimeError(f"gradient of shape {list(g.shape)} does not match the shape "
                            f"{list(var.shape)} of the tensor it is accumulated into")
+    gd = var._grad_dtype                # set to a dtype (not None, not the default marker): .grad has it
+    if gd is not g._dtype and gd is not None and gd.__class__ is g._dtype.__class__:
+        g = g.to(gd)
     # (var._grad: .grad's storage; the property would warn for an `inputs=` non-leaf)
     cur = var._grad
     if cur is None:

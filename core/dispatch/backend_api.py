@@ -26,15 +26,20 @@ from __future__ import annotations
 
 import contextlib
 
-API_VERSION = 1
+# Version 2 shrank the required set from 82 kernels to the 40 of REQUIRED_NAMES; the other 42
+# became optional, with decompositions into those 40. A backend written for version 1 still works:
+# its extra kernels are native optional ones.
+API_VERSION = 2
 
+# the pointwise kernels of version 1 (the built-in backends implement them all natively)
 UNARY = ("neg", "abs", "sign", "exp", "log", "sqrt", "sin", "cos", "tan", "tanh", "floor", "ceil",
          "round", "trunc", "erf", "logical_not", "bitwise_not", "isnan")
 BINARY = ("add", "sub", "mul", "div", "floor_divide", "remainder", "fmod", "pow", "maximum", "minimum",
           "atan2", "eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or", "logical_xor",
           "bitwise_and", "bitwise_or", "bitwise_xor", "left_shift", "right_shift")
 
-REQUIRED: dict[str, str] = {
+# Every kernel version 1 required, with its semantics.
+_V1_SPECS: dict[str, str] = {
     # creation and transfer
     "from_numpy": "from_numpy(a: numpy.ndarray) -> array with the same values and dtype (may share memory)",
     "to_numpy": "to_numpy(x) -> numpy.ndarray with the same values (may share memory)",
@@ -85,12 +90,47 @@ REQUIRED: dict[str, str] = {
     "inv": "inv(a) -> inverse of (a batch of) square matrices; raises on a singular matrix",
     "solve": "solve(a, b) -> x with a @ x = b for (batches of) square a and matrix b",
 }
+REQUIRED_V1 = tuple(_V1_SPECS)
+
+# The required set of version 2: what a backend must write before it runs anything.
+REQUIRED_NAMES = (
+    "from_numpy", "to_numpy", "full", "arange", "astype", "copy", "assign",     # creation and transfer
+    "rng_new", "uniform", "normal",                                            # random
+    "neg", "exp", "log", "sin", "cos", "floor", "erf",                         # unary
+    "add", "mul", "div", "floor_divide", "remainder", "pow", "eq", "lt", "bitwise_and",   # binary
+    "where",
+    "sum", "max", "min", "argsort",                                            # reductions
+    "reshape", "permute", "broadcast_to", "slice", "diagonal", "concat",       # movement and views
+    "index", "index_put",                                                      # indexing
+    "matmul",                                                                  # linear algebra
+)
+# Demoted kernels whose decompositions live in decompositions_structural.py (reductions, scans,
+# movement, indexing, linalg); one stays required until that module defines it.
+STRUCTURAL = ("prod", "any", "all", "argmax", "argmin", "cumsum", "cumprod", "flip", "pad", "gather",
+              "scatter", "scatter_add", "nonzero", "inv", "solve")
+
+
+def _structural_pending() -> tuple:
+    import importlib
+    try:
+        mod = importlib.import_module(f"{__package__}.decompositions_structural")
+    except ModuleNotFoundError as e:
+        if e.name != f"{__package__}.decompositions_structural":
+            raise
+        return STRUCTURAL
+    return tuple(n for n in STRUCTURAL if not callable(getattr(mod, n, None)))
+
+
+REQUIRED: dict[str, str] = {n: _V1_SPECS[n] for n in REQUIRED_NAMES}
 
 # Optional kernels: a backend may provide them natively; otherwise the decomposition
 # in tensorplug.dispatch.decompositions (written in required primitives) is used. The
 # decompositions of rng_get_state / rng_set_state cannot be written in primitives: they
 # raise NotImplementedError (see NO_FALLBACK).
 OPTIONAL: dict[str, str] = {
+    # version 1's required kernels beyond the 40 (decompositions: decompositions.py, and
+    # decompositions_structural.py for STRUCTURAL)
+    **{n: d for n, d in _V1_SPECS.items() if n not in REQUIRED},
     "sigmoid": "sigmoid(x) -> 1 / (1 + exp(-x))",
     "log1p": "log1p(x) -> log(1 + x), accurate for small x",
     "expm1": "expm1(x) -> exp(x) - 1, accurate for small x",
@@ -126,6 +166,15 @@ def _merge_families():
 
 
 _merge_families()
+
+
+def _keep_pending_required():
+    # runs last: decompositions_structural may import this module
+    for n in _structural_pending():
+        REQUIRED[n] = OPTIONAL.pop(n)
+
+
+_keep_pending_required()
 
 
 class Backend:

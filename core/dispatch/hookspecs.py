@@ -7,6 +7,9 @@ A plugin is a module or object with functions marked `@hookimpl`:
     @hookimpl
     def tensorplug_register_backends(registry):
         registry.add(MyBackend())
+
+Whatever a hook raises (SystemExit included; only KeyboardInterrupt passes) marks its plugin broken,
+with the reason, and drops its backends; the other plugins and backends keep working (registry.py).
 """
 import pluggy
 

@@ -1,9 +1,9 @@
 """Optional kernels of complex dtypes (complex64, complex128): parts, conjugate, and the
 real <-> complex reinterpretations. Only a backend that declares complex dtypes is asked for them.
 
-The required primitives handle complex arrays like real ones where the math carries over (add, mul,
-div, pow, exp, log, sqrt, sin, cos, tanh, sum, prod, cumsum, matmul, eq, where, movement and
-indexing), and `abs` of a complex array returns its magnitudes in the matching float dtype.
+The kernels handle complex arrays like real ones where the math carries over (required: add, mul,
+div, pow, exp, log, sin, cos, sum, matmul, eq, where, movement and indexing; optional: sqrt, tanh,
+prod, cumsum, ...), and `abs` of a complex array returns its magnitudes in the matching float dtype.
 
 Decompositions: `real` is `astype` to the float dtype (exact: the cast drops the imaginary part);
 the others go through the host (`to_numpy`, NumPy, `from_numpy`): exact, but copies, so a backend

@@ -4,6 +4,7 @@ to / cpu / cuda / clone / type conversions."""
 from __future__ import annotations
 
 import math
+import numbers
 import sys
 
 import numpy as np
@@ -12,6 +13,7 @@ from .. import dtypes as _dt
 from ..device import _default as _default_device, as_device, device as Device
 from ..dispatch.registry import registry
 from ._core import Tensor, _gstate, _make, cast_grad, record
+from ._limits import check_fill, check_shape, out_of_memory
 
 _CPU = Device("cpu")
 
@@ -235,10 +237,16 @@ def full(size, fill_value, *, dtype=None, device=None, requires_grad=False, out=
         dt = _dt.scalar_dtype(fill_value)
     else:
         dt = _dt.as_dtype(dtype)
+    fill_value = check_fill(fill_value.item() if isinstance(fill_value, Tensor) else fill_value, dt,
+                            "full(): argument 'fill_value' (position 2)")
+    check_shape(size, dt.itemsize)
     k, dev = resolve_device(device)
     check_dtype(k, dt)
     with k["__backend__"].device_context(dev.index):
-        data = k["full"](size, fill_value, dt.name)
+        try:
+            data = k["full"](size, fill_value, dt.name)
+        except MemoryError:
+            raise out_of_memory(size, dt.itemsize, dev) from None
     return _finish(_make(data, dt, k, dev), requires_grad)
 
 
@@ -291,8 +299,18 @@ def full_like(input, fill_value, *, dtype=None, device=None, requires_grad=False
 
 def eye(n, m=None, *, dtype=None, device=None, requires_grad=False):
     m = n if m is None else m
+    for pos, name, v in ((1, "n", n), (2, "m", m)):
+        if not isinstance(v, (int, np.integer)) or isinstance(v, bool):
+            raise TypeError(f"eye(): argument '{name}' (position {pos}) must be int, not {type(v).__name__}")
+        if v < 0:
+            raise RuntimeError(f"{name} must be greater or equal to 0, got {v}")
     dt = _dt.as_dtype(dtype) if dtype is not None else _dt.get_default_dtype()
-    return _from_host(np.eye(n, m, dtype=dt.name), dt, device, requires_grad)
+    check_shape((n, m), dt.itemsize)
+    try:
+        host = np.eye(n, m, dtype=dt.name)
+    except MemoryError:
+        raise out_of_memory((n, m), dt.itemsize, _CPU) from None
+    return _from_host(host, dt, device, requires_grad)
 
 
 def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=False):
@@ -300,6 +318,11 @@ def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=Fa
         start, end = 0, start
     vals = [v.item() if isinstance(v, Tensor) else v for v in (start, end, step)]
     start, end, step = vals
+    for v in vals:
+        if not isinstance(v, numbers.Real):
+            raise TypeError(f"arange(): argument 'end' must be Number, not {type(v).__name__}")
+    if not all(math.isfinite(v) for v in (start, end)):
+        raise RuntimeError(f"unsupported range: {start} -> {end}")
     if step == 0:
         raise RuntimeError("step must be nonzero")
     if (end - start) * step < 0:
@@ -311,31 +334,47 @@ def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=Fa
         dt = _dt.as_dtype(dtype)
     n = max(0, math.ceil((end - start) / step))
     # computed in float64/int64 like PyTorch, then cast: keeps the length exact
-    host = (np.arange(n, dtype=np.float64) * step + start) if dt.category == 2 else \
-        np.arange(start, start + n * step, step, dtype=np.int64)[:n]
+    host = _on_host(n, lambda: (np.arange(n, dtype=np.float64) * step + start) if dt.category == 2 else
+                    np.arange(start, start + n * step, step, dtype=np.int64)[:n])
     return _from_host(host, dt, device, requires_grad)
+
+
+def _on_host(n, make):
+    """make(): a float64/int64 host array of n elements; one too big is PyTorch's RuntimeError."""
+    check_shape((n,), 8)
+    try:
+        return make()
+    except MemoryError:
+        raise out_of_memory((n,), 8, _CPU) from None
 
 
 def range_(start, end, step=1, *, dtype=None, device=None, requires_grad=False):
     """torch.range (deprecated in PyTorch): includes `end`."""
     n = int(math.floor((end - start) / step)) + 1
     dt = _dt.as_dtype(dtype) if dtype is not None else _dt.get_default_dtype()
-    return _from_host(_host_cast(np.arange(n, dtype=np.float64) * step + start, dt), dt, device,
-                      requires_grad)
+    return _from_host(_host_cast(_on_host(n, lambda: np.arange(n, dtype=np.float64) * step + start), dt), dt,
+                      device, requires_grad)
+
+
+def _steps(steps, fn):
+    if not isinstance(steps, (int, np.integer)) or isinstance(steps, bool):
+        raise TypeError(f"{fn}(): argument 'steps' (position 3) must be int, not {type(steps).__name__}")
+    if steps < 0:
+        raise RuntimeError(f"number of steps must be non-negative, got {steps}")
 
 
 def linspace(start, end, steps, *, dtype=None, device=None, requires_grad=False):
-    if steps < 0:
-        raise RuntimeError(f"number of steps must be non-negative, got {steps}")
+    _steps(steps, "linspace")
     dt = _dt.as_dtype(dtype) if dtype is not None else _dt.get_default_dtype()
-    return _from_host(_host_cast(np.linspace(start, end, steps, dtype=np.float64), dt), dt, device,
-                      requires_grad)
+    host = _on_host(steps, lambda: np.linspace(start, end, steps, dtype=np.float64))
+    return _from_host(_host_cast(host, dt), dt, device, requires_grad)
 
 
 def logspace(start, end, steps, base=10.0, *, dtype=None, device=None, requires_grad=False):
+    _steps(steps, "logspace")
     dt = _dt.as_dtype(dtype) if dtype is not None else _dt.get_default_dtype()
-    return _from_host(_host_cast(np.logspace(start, end, steps, base=base, dtype=np.float64), dt), dt, device,
-                      requires_grad)
+    host = _on_host(steps, lambda: np.logspace(start, end, steps, base=base, dtype=np.float64))
+    return _from_host(_host_cast(host, dt), dt, device, requires_grad)
 
 
 # -- legacy constructors ---------------------------------------------------------------------------

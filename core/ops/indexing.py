@@ -30,6 +30,7 @@ from ..amp.state import state as _amp
 from ._core import (Tensor, _gstate, _make, broadcast_all_shapes, broadcast_shapes, cast_data,
                     check_inplace, device_mismatch, is_scalar, record, rewritten, scalar_value, sum_to,
                     wrap_dim)
+from ._limits import check_fill
 from .shape import make_view
 
 
@@ -98,14 +99,8 @@ def _index_tensor_data(index, like, what):
 
 
 def _full0(k, value, dt):
-    """A 0-d array holding the Python scalar `value` converted to dtype dt (PyTorch casts freely)."""
-    if isinstance(value, complex) and dt.category != 3:
-        raise TypeError(f"can't write a complex value into a {dt.name} tensor")
-    if dt.category == 1 and not isinstance(value, float):
-        return k["astype"](k["full"]((), int(value), "int64"), dt.name)
-    if dt.category == 1:
-        return k["astype"](k["full"]((), value, "float64"), dt.name)
-    return k["full"]((), value, dt.name)
+    """A 0-d array holding the Python scalar `value` in dtype dt (overflow raises, as PyTorch)."""
+    return k["full"]((), check_fill(value, dt), dt.name)
 
 
 def _zeros(shape, dt, k, dev):

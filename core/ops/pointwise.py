@@ -15,6 +15,7 @@ from ._core import (Tensor, _gstate, _make, broadcast_shapes, check_cast, check_
                     grad_for, is_scalar, prep_binary, record, snapshot, zeros_like_grad)
 from .complex import cj, not_for_complex, real as _real, sgn
 from ._float32 import in_float32, round_scalar
+from ._limits import check_fill
 
 # -- binary ------------------------------------------------------------------------------------
 
@@ -414,10 +415,11 @@ def equal(input, other) -> bool:
 
 # -- unary -----------------------------------------------------------------------------------------
 def _unary(kname, name, grad_rule=None, float_only=False, saves="x", zero_grad=False, int_ok=True,
-           no_complex=None, autocast=False):
+           no_complex=None, autocast=False, no_bool=None):
     """Build a unary op. grad_rule(g, x, y) -> input grad, written in Tensor ops (conjugating f'(x),
     so it holds for complex x too). no_complex: PyTorch's message for complex inputs ('{}' -> the
-    dtype's C++ name), when the op has no complex version. autocast: the op is on an autocast list."""
+    dtype's C++ name), when the op has no complex version. no_bool: (exception type, message) PyTorch
+    raises for a bool input, when it has no bool version. autocast: the op is on an autocast list."""
     def op(input, *, out=None):
         if autocast and _amp.on:
             return _amp.run(kname, op, (input,), {"out": out})
@@ -433,6 +435,8 @@ def _unary(kname, name, grad_rule=None, float_only=False, saves="x", zero_grad=F
                 data = k["astype"](data, dt.name)
             elif not int_ok:
                 raise RuntimeError(f"{kname}(): expected a floating-point tensor, got {dt!r}")
+            elif no_bool is not None and dt.category == 0:
+                raise no_bool[0](no_bool[1])
         r = _make(k[kname](data), dt if kname != "abs" or dt.category != 3 else dt.to_real(), k, input._dev)
         if input._rg and _gstate.enabled:
             x = input
@@ -451,9 +455,12 @@ def _unary(kname, name, grad_rule=None, float_only=False, saves="x", zero_grad=F
 _SQRT_PI = math.sqrt(math.pi)
 _CNAMES = {"complex64": "ComplexFloat", "complex128": "ComplexDouble"}
 _NO_VML = '"{kernel}" not implemented for \'{{}}\''
-neg = _unary("neg", "NegBackward0", lambda g, x, y: -g, saves=None)
+_BOOL_NEG = (RuntimeError, "Negation, the `-` operator, on a bool tensor is not supported. If you are trying to "
+                           "invert a mask, use the `~` or `logical_not()` operator instead.")
+neg = _unary("neg", "NegBackward0", lambda g, x, y: -g, saves=None, no_bool=_BOOL_NEG)
 negative = neg
-abs = _unary("abs", "AbsBackward0", lambda g, x, y: g * sgn(x))
+abs = _unary("abs", "AbsBackward0", lambda g, x, y: g * sgn(x),
+             no_bool=(NotImplementedError, "\"abs_cpu\" not implemented for 'Bool'"))
 absolute = abs
 sign = _unary("sign", "SignBackward0", zero_grad=True,
               no_complex="Unlike NumPy, torch.sign is not intended to support complex numbers. Please use "
@@ -480,12 +487,17 @@ acos = _unary("acos", "AcosBackward0", lambda g, x, y: -g / cj((1 - x * x).sqrt(
               autocast=True)
 atan = _unary("atan", "AtanBackward0", lambda g, x, y: g / cj(1 + x * x), float_only=True)
 arcsin, arccos, arctan = asin, acos, atan
-floor = _unary("floor", "FloorBackward0", zero_grad=True, no_complex="floor is not supported for complex inputs")
-ceil = _unary("ceil", "CeilBackward0", zero_grad=True, no_complex="ceil is not supported for complex inputs")
-trunc = _unary("trunc", "TruncBackward0", zero_grad=True, no_complex="trunc is not supported for complex inputs")
+_NO_BOOL_VML = "\"{}_vml_cpu\" not implemented for 'Bool'"
+floor = _unary("floor", "FloorBackward0", zero_grad=True, no_complex="floor is not supported for complex inputs",
+               no_bool=(NotImplementedError, _NO_BOOL_VML.format("floor")))
+ceil = _unary("ceil", "CeilBackward0", zero_grad=True, no_complex="ceil is not supported for complex inputs",
+              no_bool=(NotImplementedError, _NO_BOOL_VML.format("ceil")))
+trunc = _unary("trunc", "TruncBackward0", zero_grad=True, no_complex="trunc is not supported for complex inputs",
+               no_bool=(NotImplementedError, _NO_BOOL_VML.format("trunc")))
 fix = trunc
 _round_half_even = _unary("round", "RoundBackward0", zero_grad=True,
-                          no_complex=_NO_VML.format(kernel="round_vml_cpu"))
+                          no_complex=_NO_VML.format(kernel="round_vml_cpu"),
+                          no_bool=(NotImplementedError, _NO_BOOL_VML.format("round")))
 
 
 def round(input, *, decimals=0, out=None):
@@ -540,6 +552,8 @@ def rsqrt(input):
 
 
 def square(input):
+    if input._dtype is _dt.bool_:       # PyTorch squares bools as pow(x, 2): an int64 result
+        input = input.to(_dt.int64)
     return mul(input, input)
 
 
@@ -564,13 +578,15 @@ def exp2(input):
 def frac(input):
     if input._dtype.category == 3:
         raise not_for_complex("frac_cpu", input._dtype)
+    if input._dtype is _dt.bool_:
+        raise NotImplementedError("\"frac_cpu\" not implemented for 'Bool'")
     return input - trunc(input)
 
 
 def relu(input):
     """max(x, 0) in one pass; the gradient passes where the output is positive."""
     if input._dtype is _dt.bool_:
-        raise RuntimeError("relu is not implemented for bool tensors")
+        raise RuntimeError("Boolean inputs not supported for relu")
     if input._dtype.category == 3:
         raise NotImplementedError("clamp is not supported for complex types")
     k = input._k
@@ -706,11 +722,7 @@ def fill_(self, value):
         if value._rg and _gstate.enabled:
             return commit_inplace(self, value.to(self._dtype).expand(*self._data.shape))
         value = value.item()
-    if isinstance(value, complex) and self._dtype.category != 3:
-        raise RuntimeError(f"value cannot be converted to type {self._dtype.name} without overflow")
-    if isinstance(value, float) and self._dtype.category != 2 and value != int(value):
-        raise RuntimeError(f"value cannot be converted to type {self._dtype.name} without overflow")
-    return commit_inplace(self, _full_like(self, value))
+    return commit_inplace(self, _full_like(self, check_fill(value, self._dtype)))
 
 
 def zero_(self):

@@ -16,6 +16,7 @@ import time
 from .. import dtypes as _dt
 from ..device import as_device
 from ._core import Tensor, _make, check_inplace, commit_inplace
+from ._limits import check_shape, out_of_memory
 from .creation import NO_SIZE, _size, check_dtype, resolve_device, size_arg
 
 _DEFAULT_SEED = 67280421310721
@@ -188,7 +189,12 @@ def _sample(kname, size, generator, dtype, device, requires_grad):
     k, dev = resolve_device(device)
     check_dtype(k, dt)
     g = _gen(generator, dev, k)
-    t = _make(k[kname](g._get(), _size(size), dt.name), dt, k, dev)
+    shape = _size(size)
+    check_shape(shape, dt.itemsize)
+    try:
+        t = _make(k[kname](g._get(), shape, dt.name), dt, k, dev)
+    except MemoryError:
+        raise out_of_memory(shape, dt.itemsize, dev) from None
     if requires_grad:
         t.requires_grad = True
     return t
@@ -259,7 +265,12 @@ def randint(low=0, high=None, size=None, *, generator=None, dtype=None, device=N
     k, dev = resolve_device(device)
     check_dtype(k, dt)
     g = _gen(generator, dev, k)
-    return _make(k["randint"](g._get(), int(low), int(high), _size((size,)), dt.name), dt, k, dev)
+    shape = _size((size,))
+    check_shape(shape, 8)
+    try:
+        return _make(k["randint"](g._get(), int(low), int(high), shape, dt.name), dt, k, dev)
+    except MemoryError:
+        raise out_of_memory(shape, 8, dev) from None
 
 
 def randperm(n, *, generator=None, dtype=None, device=None, requires_grad=False):
@@ -270,18 +281,25 @@ def randperm(n, *, generator=None, dtype=None, device=None, requires_grad=False)
     k, dev = resolve_device(device)
     check_dtype(k, dt)
     g = _gen(generator, dev, k)
-    return _make(k["randperm"](g._get(), int(n), dt.name), dt, k, dev)
+    check_shape((n,), 8)
+    try:
+        return _make(k["randperm"](g._get(), int(n), dt.name), dt, k, dev)
+    except MemoryError:
+        raise out_of_memory((n,), 8, dev) from None
 
 
 def bernoulli(input, p=None, *, generator=None):
     """0/1 samples, 1 with probability `input` (or the scalar p), in input's dtype."""
     if p is not None:
+        _check_p(p)
         probs = _make(input._k["full"](input._data.shape, float(p), input._dtype.name), input._dtype,
                       input._k, input._dev)
     else:
         probs = input
     if not probs._dtype.is_floating_point:
         raise RuntimeError(f"bernoulli expects a floating point probability tensor, got {probs._dtype!r}")
+    if p is None and probs.numel() and not bool(((probs >= 0) & (probs <= 1)).all()):     # (NaN fails too)
+        raise RuntimeError("Expected p_in >= 0 && p_in <= 1 to be true, but got false.")
     g = _gen(generator, probs._dev, probs._k)
     return _make(probs._k["bernoulli"](g._get(), probs._data), probs._dtype, probs._k, probs._dev)
 
@@ -379,10 +397,16 @@ def normal_(self, mean=0.0, std=1.0, *, generator=None):
     return _fill_from(self, z * std + mean)
 
 
+def _check_p(p):
+    if not 0 <= p <= 1:
+        raise RuntimeError(f"bernoulli_ expects p to be in [0, 1], but got p={p}")
+
+
 def bernoulli_(self, p=0.5, *, generator=None):
     if isinstance(p, Tensor):
         s = bernoulli(p.expand(*self.shape).to(_dt.float64), generator=generator)
     else:
+        _check_p(p)
         s = bernoulli(_make(self._k["full"](self._data.shape, float(p), "float64"), _dt.float64, self._k,
                             self._dev), generator=generator)
     return _fill_from(self, s)

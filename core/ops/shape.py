@@ -18,6 +18,7 @@ from .. import dtypes as _dt
 from ..amp.state import state as _amp
 from ._core import (Tensor, _gstate, _make, broadcast_all_shapes, check_inplace, check_same_device,
                     commit_inplace, grad_for, record, snapshot, sum_to, wrap_dim)
+from ._limits import MAX_DIMS, check_ndim
 
 
 def make_view(base, data, step=None):
@@ -186,6 +187,8 @@ def contiguous(input, memory_format=None):
 
 # -- reshape and view ---------------------------------------------------------------------------
 def _infer_shape(shape, numel):
+    if len(shape) > MAX_DIMS:
+        check_ndim(len(shape))
     shape = list(shape)
     neg = [i for i, s in enumerate(shape) if s == -1]
     if len(neg) > 1:
@@ -354,6 +357,8 @@ def expand(input, *sizes):
     """A broadcast view: size -1 keeps a dimension; new leading dimensions may be added."""
     sizes = _shape_args(sizes)
     old = input._data.shape
+    if len(sizes) > MAX_DIMS:
+        check_ndim(len(sizes))
     if len(sizes) < len(old):
         raise RuntimeError(f"expand(size={list(sizes)}): the number of sizes provided ({len(sizes)}) must be "
                            f"greater or equal to the number of dimensions in the tensor ({len(old)})")
@@ -513,6 +518,8 @@ def unsqueeze(input, dim):
     """A view with a size-1 dim inserted at `dim` (in [-ndim-1, ndim])."""
     shape = input._data.shape
     d = wrap_dim(dim, len(shape) + 1)
+    if len(shape) >= MAX_DIMS:
+        check_ndim(len(shape) + 1)
     key = (slice(None),) * d + (None,)
     return _view(input, input._k["slice"](input._data, key), "UnsqueezeBackward0", lambda g: g.reshape(shape),
                  ("slice", (key,)))

@@ -25,6 +25,10 @@ File layout (all integers little-endian):
     sha256       32 bytes: SHA-256 of everything above
     end marker   8 bytes   b"TPLGEND\\0"
 
+Containers nest at most 200 levels deep (`_MAX_DEPTH`; real checkpoints nest fewer than 10): saving
+a deeper object is a ValueError, loading a deeper file a CheckpointError, checked before the JSON
+parser (which recurses) sees the header.
+
 Loading checks the magic, the end marker (a truncated file lacks it), the SHA-256 of the whole
 file (any flipped bit), the version, every length, the header's schema and every tensor's CRC-32,
 and raises `CheckpointError` (a RuntimeError) saying what is wrong. Tensors are placed by
@@ -38,6 +42,7 @@ import hashlib
 import json
 import math
 import os
+import re
 import struct
 import sys
 import zlib
@@ -60,7 +65,10 @@ _PREFIX = struct.Struct("<8sIIQQ")          # magic, version, reserved, header_l
 _DIGEST = 32
 _TRAILER = _DIGEST + len(END_MARKER)
 _ALIGN = 64
-_MAX_DEPTH = 1000
+_MAX_DEPTH = 200        # containers nested in one checkpoint (real ones nest < 10; JSON needs ~3 levels each)
+_MAX_JSON_DEPTH = 3 * _MAX_DEPTH + 4
+_JSON_STRING = re.compile(rb'"(?:[^"\\]|\\.)*"')
+_NOT_BRACKET = bytes(c for c in range(256) if c not in b"[]{}")
 
 
 # -- encoding -------------------------------------------------------------------------------------------
@@ -240,15 +248,33 @@ def _check_file(buf, name):
     if expected != len(buf):
         raise CheckpointError(f"{where} is corrupted: its header announces {expected} bytes but the file has "
                               f"{len(buf)}")
+    raw = bytes(view[_PREFIX.size:_PREFIX.size + header_len])
+    if _json_depth(raw) > _MAX_JSON_DEPTH:       # json's parser recurses: a crafted depth must not reach it
+        raise _too_deep(name)
     try:
-        header = json.loads(bytes(view[_PREFIX.size:_PREFIX.size + header_len]).decode("utf-8"),
-                            parse_constant=_reject_constant)
+        header = json.loads(raw.decode("utf-8"), parse_constant=_reject_constant)
     except (ValueError, UnicodeDecodeError) as e:
         raise CheckpointError(f"{where} is corrupted: its header is not valid JSON ({e})") from None
+    except RecursionError:                      # (only when the caller's own stack is already deep)
+        raise _too_deep(name) from None
     if not isinstance(header, dict) or header.get("format") != FORMAT_NAME or header.get("version") != version:
         raise CheckpointError(f"{where} is corrupted: its header does not describe a tensorplug checkpoint")
     start = _PREFIX.size + header_len
     return header, view[start:start + payload_len]
+
+
+def _json_depth(raw):
+    """The deepest nesting of arrays and objects in JSON text `raw` (bytes), counted without recursing."""
+    brackets = _JSON_STRING.sub(b"", raw).translate(None, _NOT_BRACKET)
+    if not brackets:
+        return 0
+    a = np.frombuffer(brackets, np.uint8)
+    return int(np.cumsum(np.where((a == 0x5B) | (a == 0x7B), 1, -1)).max())
+
+
+def _too_deep(name):
+    return _bad(name, f"its structure is nested more than {_MAX_DEPTH} levels deep (the limit of tensorplug's "
+                      "own format)")
 
 
 def _reject_constant(name):
@@ -293,8 +319,8 @@ class _Decoder:
         self.cache = {}
 
     def decode(self, node, depth=0):
-        if depth > _MAX_DEPTH + 1:
-            raise _bad(self.name, "the structure is nested too deeply")
+        if depth > _MAX_DEPTH:
+            raise _too_deep(self.name)
         if not isinstance(node, dict):
             raise _bad(self.name, f"unexpected structure node {type(node).__name__}")
         tag = node.get("t")

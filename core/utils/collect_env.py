@@ -268,7 +268,11 @@ def _tensorplug_info() -> dict:
     import tensorplug
     from tensorplug.dispatch import config, registry
     from tensorplug.dispatch.backend_api import API_VERSION
-    registry.ensure_loaded()
+    try:
+        registry.ensure_loaded()
+        load_error = None
+    except config.ConfigError as e:         # an invalid TENSORPLUG_STRICT_PLUGINS: no plugin loaded
+        load_error = str(e)
     versions = {"tensorplug": tensorplug.__version__, "python": platform.python_version(),
                 **{d: _version(d) for d in PACKAGES}}
     path = config.config_path()
@@ -279,33 +283,37 @@ def _tensorplug_info() -> dict:
     else:
         path_source = "default"
     settings = [{"setting": "config file", "value": str(path),
-                 "source": path_source + ("" if path.is_file() else " (file not found)")}]
+                 "source": path_source + ("" if path.exists() else " (file not found)")}]
     try:
-        chosen, config_error = registry.settings(), None
-    except RuntimeError as e:
+        chosen, config_error = registry.settings(), load_error
+    except config.ConfigError as e:
         chosen, config_error = {}, str(e)
     for dev, (name, source) in sorted(chosen.items()):
         settings.append({"setting": f"backend for {dev}", "value": name, "source": source})
     strict = os.environ.get("TENSORPLUG_STRICT_PLUGINS", "")
-    settings.append({"setting": "strict plugins", "value": "on" if strict not in ("", "0") else "off",
+    try:
+        strict_value = "on" if config.env_bool("TENSORPLUG_STRICT_PLUGINS") else "off"
+    except config.ConfigError:
+        strict_value = f"invalid: {strict!r}"
+    settings.append({"setting": "strict plugins", "value": strict_value,
                      "source": "environment TENSORPLUG_STRICT_PLUGINS" if strict else "default"})
     dd = tensorplug.get_default_dtype()
     settings.append({"setting": "default dtype", "value": dd.name if hasattr(dd, "name") else str(dd),
                      "source": "tensorplug.set_default_dtype()" if str(dd) != "tensorplug.float32" else "default"})
     devices = []
     for dev in sorted({b.device_type for b in registry.compute.values()}):
-        row = {"device": dev, "backends": [b.name for b in registry.candidates(dev)], "selected": None,
-               "selected_by": None, "count": None, "error": None}
+        row = {"device": dev, "backends": [], "selected": None, "selected_by": None, "count": None, "error": None}
         try:
             b = registry.backend_for(dev)
             row.update(selected=b.name, selected_by=registry.selection_reason(dev), count=b.device_count())
-        except RuntimeError as e:
-            row["error"] = str(e)
+        except Exception as e:  # noqa: BLE001 - a plugin's device_count() may raise anything
+            row["error"] = str(e) if isinstance(e, RuntimeError) else f"{type(e).__name__}: {e}"
+        row["backends"] = [b.name for b in registry.candidates(dev)]     # after selection dropped broken ones
         devices.append(row)
+    answers = [(b, registry.available(b)) for b in list(registry.communication.values())]
+    comm = [{"name": b.name, "available": ok, "reason": reason or None} for b, (ok, reason) in answers]
     plugins = [{"plugin": p.name, "origin": p.origin, "backends": list(p.backends), "error": p.error}
                for p in registry.plugins]
-    comm = [{"name": b.name, "available": b.is_available()[0], "reason": b.is_available()[1] or None}
-            for b in registry.communication.values()]
     return {"versions": versions, "api_version": API_VERSION, "executable": sys.executable, "devices": devices,
             "communication": comm, "settings": settings, "config_error": config_error, "plugins": plugins}
 

@@ -111,6 +111,25 @@ def test_show_marks_decomposed_and_missing_kernels(backend_class):
     assert any(ln.split() == ["where", "required", "missing"] for ln in r.output.splitlines())
 
 
+def test_show_required_only_backend(backend_class):
+    """A backend of the 40 required primitives alone: those native, every other kernel (the 42 that
+    API version 1 required among them) decomposed, none missing, exit 0."""
+    from tensorplug.dispatch.backend_api import OPTIONAL, REQUIRED, REQUIRED_V1
+    register(backend_class("reqonly", drop=tuple(OPTIONAL))())
+    r = invoke("backends", "show", "reqonly")
+    assert r.exit_code == 0, r.output
+    rows = {ln.split()[0]: ln.split()[1:] for ln in r.output.splitlines() if ln.split()
+            and ln.split()[0] in {*REQUIRED, *OPTIONAL}}
+    assert rows["add"] == ["required", "native"] and rows["sub"] == ["optional", "decomposed"]
+    assert {n for n, v in rows.items() if v[1] == "native"} == set(REQUIRED)
+    assert all(rows[n] == ["optional", "decomposed"] for n in REQUIRED_V1 if n not in REQUIRED)
+    total = len(REQUIRED) + len(OPTIONAL)
+    assert f"{total} kernels: {len(REQUIRED)} native, {len(OPTIONAL)} decomposed" in r.output
+    data = json.loads(invoke("backends", "show", "reqonly", "--json").output)
+    assert data["tensorplug_api_version"] == 2 and data["counts"] == {
+        "native": len(REQUIRED), "decomposed": len(OPTIONAL), "missing": 0}
+
+
 def test_show_communication_backend():
     """show of a communication backend lists which collectives it provides."""
     register_comm()
@@ -225,5 +244,5 @@ def test_python_dash_m_check():
     p = subprocess.run([sys.executable, "-m", "tensorplug", "backends", "check", "numpy", "-k", "linalg.inv"],
                        capture_output=True, text=True, timeout=300)
     assert p.returncode == 0, p.stdout + p.stderr
-    assert "linalg" in p.stdout and "all 3 checks conform" in p.stdout
+    assert "linalg" in p.stdout and "all 5 checks conform" in p.stdout
     assert "conformance" not in p.stderr and "━" not in p.stderr, p.stderr

@@ -78,7 +78,7 @@ def test_table_wraps_long_cells_within_the_width():
 def test_list_json_is_the_rows():
     rows, broken = backend_rows()
     data = json.loads(invoke("backends", "list", "--json", columns=40))
-    assert data == {"backends": rows, "plugin_errors": broken}
+    assert data == {"backends": rows, "plugin_errors": broken, "config_error": None}
     assert set(rows[0]) == {"name", "kind", "device", "version", "origin", "available", "reason", "selected",
                             "selected_by", "selection_error"}
 

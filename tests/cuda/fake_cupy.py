@@ -16,6 +16,7 @@ of __init__.py) is right, given an array module that behaves like CuPy in the wa
   `reset(scatter_add=...)` changes it), scatter_max int32, float32, float64, uint32, uint64;
 - linalg.inv / solve return NaN for a singular matrix unless cupyx.errstate(linalg="raise");
 - sign maps NaN to 0, as CuPy's does;
+- cupyx.scipy.sparse has coo_matrix (over SciPy) with CuPy's data dtypes, tocsr() and csr @ dense;
 - there is no ElementwiseKernel / ReductionKernel, so the backend runs its xp lowerings.
 
 `reset(devices=2)` restores the default state (two devices, device 0 current).
@@ -648,10 +649,35 @@ def _errstate(linalg=None):
         _state.linalg = prev
 
 
+class _CooMatrix:
+    """cupyx.scipy.sparse.coo_matrix((data, (row, col)), shape) over SciPy: CuPy's data dtypes only, device
+    arrays only, a host sync for its index bounds check; tocsr() sums duplicates; csr @ dense gives a
+    Fortran-ordered device array, as cuSPARSE's does."""
+
+    def __init__(self, arg, shape):
+        import scipy.sparse as sp
+        data, (row, col) = arg
+        if data.dtype.name not in ("bool", "float32", "float64", "complex64", "complex128"):
+            raise ValueError("Only bool, float32, float64, complex64 and complex128 are supported")
+        _state.d2h += 1
+        self._m = sp.coo_matrix((_un(data), (_un(row), _un(col))), shape=shape)
+        self.shape = self._m.shape
+
+    def tocsr(self):
+        out = object.__new__(_CooMatrix)
+        out._m, out.shape = self._m.tocsr(), self.shape
+        return out
+
+    def __matmul__(self, other):
+        if not isinstance(other, ndarray):
+            raise TypeError(f"Unsupported type {type(other)}")
+        return ndarray(_np.asfortranarray(self._m @ _un(other)))
+
+
 cupyx = types.SimpleNamespace(
     scatter_add=lambda a, s, v: _scatter(_np.add, _state.scatter_add, "scatter_add")(a, s, v),
     scatter_max=_scatter(_np.maximum, _ATOMIC_MAX, "scatter_max"),
-    errstate=_errstate)
+    errstate=_errstate, scipy=types.SimpleNamespace(sparse=types.SimpleNamespace(coo_matrix=_CooMatrix)))
 
 
 def modules():

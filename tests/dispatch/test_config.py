@@ -29,7 +29,9 @@ def test_settings_layers_and_sources(monkeypatch, tmp_path):
     assert settings["npu"] == ("npu_file", f"config file {path}")
 
 
-def test_missing_config_file_is_no_settings(monkeypatch, tmp_path):
-    """A config path that does not exist means no file settings."""
-    monkeypatch.setenv("TENSORPLUG_CONFIG", str(tmp_path / "absent.toml"))
+def test_missing_default_config_file_is_no_settings(monkeypatch, tmp_path):
+    """An absent default config file means no file settings (a missing file that TENSORPLUG_CONFIG
+    names is an error: test_config_errors.py)."""
+    monkeypatch.delenv("TENSORPLUG_CONFIG")
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path))
     assert config.backend_settings({}) == {}

@@ -62,9 +62,19 @@ def test_unknown_backend_lookup_names_the_known_ones():
 
 
 def test_duplicate_backend_name_is_rejected_and_nothing_is_left(add_backend):
-    """A second backend named "numpy" fails the registration; the first stays as it was."""
+    """A second backend of a taken name fails the registration; the first stays as it was."""
+    first = add_backend("numpy_dup")
+    with pytest.raises(RuntimeError, match="'numpy_dup' is already registered"):
+        add_backend("numpy_dup", plugin_name="second")
+    assert registry.get("numpy_dup") is first
+    assert not [p for p in registry.plugins if p.name == "second"]
+
+
+def test_builtin_backend_name_is_reserved(add_backend):
+    """A runtime plugin may not register a backend called "numpy"; the built-in one stays."""
     numpy_backend = registry.get("numpy")
-    with pytest.raises(RuntimeError, match="already registered"):
+    with pytest.raises(RuntimeError, match="the backend name 'numpy' belongs to tensorplug's built-in backend; "
+                                           "plugin 'test-plugin-numpy' \\(runtime\\) may not register"):
         add_backend("numpy")
     assert registry.get("numpy") is numpy_backend
     assert not [p for p in registry.plugins if p.name == "test-plugin-numpy"]

@@ -210,10 +210,17 @@ def test_device_type_without_backend_is_a_clear_error():
         torch.zeros(1, device="tpu")
 
 
-def test_backend_missing_required_kernels_is_refused(add_backend):
-    """A backend lacking required kernels cannot serve a device; the error lists what is missing."""
-    add_backend("numpy_partial", priority=10, drop=("matmul", "solve"))
-    with pytest.raises(RuntimeError, match="lacks required kernels: matmul, solve"):
+def test_backend_missing_required_kernels_is_refused(add_backend, monkeypatch):
+    """A backend lacking required kernels is unavailable, naming what is missing: priority passes it
+    over, and asking for it by name is an error that lists them."""
+    partial = add_backend("numpy_partial", priority=10, drop=("matmul", "add"))
+    assert registry.available(partial) == (False, "lacks required kernels: add, matmul")
+    assert torch.zeros(1).backend.name == "numpy"
+    with pytest.raises(RuntimeError, match="'numpy_partial' is not available: lacks required kernels: add, matmul"):
+        tensorplug.backends.use("numpy_partial")
+    monkeypatch.setenv("TENSORPLUG_BACKEND_CPU", "numpy_partial")
+    registry.reset_selection()
+    with pytest.raises(RuntimeError, match="which is not available: lacks required kernels: add, matmul"):
         torch.zeros(1)
 
 

@@ -317,7 +317,7 @@ def test_in_place_and_indexing():
      "Expected both inputs to be Half, Float or Double tensors but got Long and Long"),
     ("torch.complex(torch.tensor([1.0]), torch.tensor([2.0], dtype=torch.float64))", RuntimeError,
      "Expected object of scalar type Float but got scalar type Double for second argument"),
-    ("torch.tensor([1.0]).fill_(1j)", RuntimeError, "value cannot be converted to type float32 without overflow"),
+    ("torch.tensor([1.0]).fill_(1j)", RuntimeError, "value cannot be converted to type float without overflow"),
     ("torch.tensor([1.0]).clamp(1j)", RuntimeError, "value cannot be converted to type double without overflow"),
     ("z @ torch.ones(4)", RuntimeError, "dot : expected both vectors to have same dtype, but found ComplexFloat and Float"),
 ])

@@ -273,8 +273,13 @@ def test_grad_of_wrong_shape_or_device_is_an_error():
 
 
 def test_grad_of_another_dtype_is_cast():
+    """Assigning a float64 .grad to a float32 parameter raises as PyTorch does; with grad_dtype=None
+    (any dtype allowed) the optimizer casts it (PyTorch's Adam raises there instead)."""
     p = torch.zeros(2, dtype=torch.float32, requires_grad=True)
     opt = optim.Adam([p], lr=0.1)
+    with pytest.raises(RuntimeError, match="assign a gradient with dtype 'double'"):
+        p.grad = torch.tensor([1.0, -1.0], dtype=torch.float64)
+    p.grad_dtype = None
     p.grad = torch.tensor([1.0, -1.0], dtype=torch.float64)
     opt.step()
     assert p.dtype == torch.float32

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import re
 import time
 from dataclasses import asdict, dataclass, field
@@ -282,13 +283,47 @@ def xfail_reason(check_id, xfails) -> str | None:
 
 
 # -- running ---------------------------------------------------------------------------------------
-def run_check(check: Check, xfails=None) -> Result:
+DEFAULT_TIMEOUT = 60.0
+
+
+class CheckTimeout(BaseException):
+    """Raised in the main thread when a check runs past its timeout (in-process mode). A BaseException,
+    so that a kernel's own `except Exception` does not swallow it."""
+
+
+@contextlib.contextmanager
+def _alarm(seconds, check):
+    """SIGALRM after `seconds`, raising CheckTimeout where the check is. Ends hangs that return to the
+    interpreter (sleeps, Python loops, lock waits), not C code holding the GIL: see worker.py."""
+    import signal
+    import threading
+    if not seconds or not hasattr(signal, "setitimer") or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def expired(signum, frame):
+        where = f"; it was in {frame.f_code.co_name} ({frame.f_code.co_filename}:{frame.f_lineno})" if frame else ""
+        raise CheckTimeout(f"{check.id}: timed out after {seconds:g} s: kernel {check.op!r} did not return{where}")
+    previous = signal.signal(signal.SIGALRM, expired)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def run_check(check: Check, xfails=None, timeout=None) -> Result:
+    """Run one check in this process; `timeout` seconds (None: no limit) through SIGALRM."""
     from .checks import Skip
     reason = xfail_reason(check.id, xfails or {})
     t0 = time.perf_counter()
     status, message = "passed", ""
     try:
-        check.fn()
+        with _alarm(timeout, check):
+            check.fn()
+    except CheckTimeout as e:
+        status, message = "failed", str(e)
     except Skip as e:
         status, message = "skipped", str(e)
     except AssertionError as e:
@@ -370,22 +405,43 @@ def backend_info(backend) -> dict:
             "origin": registry.origin.get(backend.name, "runtime"), "dtypes": sorted(getattr(backend, "dtypes", ()))}
 
 
-def run(backend, pattern=None, xfails=None, xfail_files=(), progress=None) -> Report:
+def discoverable(backend) -> bool:
+    """Whether a fresh interpreter finds `backend` under its name (an entry point or a built-in)."""
+    from tensorplug.dispatch import registry
+    return registry.compute.get(backend.name) is backend and registry.origin.get(backend.name, "runtime") != "runtime"
+
+
+def run_checks(backend, checks, xfails=None, timeout=None, on_start=None, on_result=None) -> list:
+    """Results of `checks`, each limited to `timeout` seconds (None or 0: no limit).
+
+    With a timeout, a discoverable backend's checks run in a child process that is killed when a check
+    hangs, even inside C code holding the GIL (worker.py); a backend registered at run time exists only
+    here, so its checks run in this process under SIGALRM, which ends hangs that return to Python."""
+    if timeout and discoverable(backend) and os.name == "posix":
+        from .worker import supervised
+        return supervised(backend, checks, xfails or {}, timeout, on_start, on_result)
+    results = []
+    with selected(backend):
+        for c in checks:
+            if on_start is not None:
+                on_start(c)
+            r = run_check(c, xfails, timeout)
+            results.append(r)
+            if on_result is not None:
+                on_result(c, r)
+    return results
+
+
+def run(backend, pattern=None, xfails=None, xfail_files=(), progress=None, timeout=None) -> Report:
     """Run the conformance suite on `backend` (a name or a Backend object) and return the Report.
 
     pattern: a substring or glob (or a list of them) selecting check ids; xfails: {id or glob: reason};
-    progress(check, result) is called after each check."""
+    progress(check, result) is called after each check; timeout: seconds per check (see run_checks)."""
     backend = resolve(backend)
     ok, reason = backend.is_available()
     if not ok:
         raise RuntimeError(f"backend {backend.name!r} is not available: {reason}")
     checks = select(build_checks(backend), pattern)
     expected = collect_xfails(backend, xfails, xfail_files)
-    results = []
-    with selected(backend):
-        for c in checks:
-            r = run_check(c, expected)
-            results.append(r)
-            if progress is not None:
-                progress(c, r)
+    results = run_checks(backend, checks, expected, timeout, on_result=progress)
     return Report(backend_info(backend), results)

@@ -1,5 +1,5 @@
-"""TraceBackend: device type "trace", the required primitives only, each delegating to another
-backend's kernel (NumPy's by default) and recorded by the trace. Every optional kernel runs through
+"""TraceBackend: device type "trace", exactly the required primitives (40 in API version 2), each
+delegating to another backend's kernel (NumPy's by default) and recorded by the trace. Every optional kernel runs through
 tensorplug's decomposition into those primitives, and is recorded too (kind "decomposed")."""
 from __future__ import annotations
 

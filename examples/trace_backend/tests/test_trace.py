@@ -21,6 +21,18 @@ def test_registered_through_the_entry_point_only():
     from tensorplug.dispatch.backend_api import OPTIONAL, REQUIRED
     assert all(status[k] == "native" for k in REQUIRED)
     assert all(status[k] == "decomposed" for k in OPTIONAL)
+    assert set(registry.compute["trace"].native_kernels()) == set(REQUIRED)      # nothing more
+
+
+def test_decomposed_version_1_kernels_are_traced():
+    """sub and tanh, required in API version 1, run as decompositions into the primitives."""
+    x = torch.tensor([[0.5, -1.0], [2.0, 3.0]], device="trace")
+    with tensorplug_trace.recording() as trace:
+        y = torch.tanh(x - 1.0)
+    assert [round(v, 6) for v in y.to("cpu").flatten().tolist()] == [-0.462117, -0.964028, 0.761594, 0.964028]
+    rows = {r["kernel"]: r for r in trace.summary()}
+    assert rows["sub"]["kind"] == rows["tanh"]["kind"] == "decomposed"
+    assert rows["add"]["kind"] == rows["neg"]["kind"] == "primitive"
 
 
 def test_trace_records_calls_shapes_and_time():
