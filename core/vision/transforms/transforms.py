@@ -312,28 +312,28 @@ class RandomCrop(Module):
         return _fmt(self, size=self.size, padding=self.padding)
 
 
-class RandomHorizontalFlip(Module):
+class _RandomOp(Module):
+    """Apply the op with probability p."""
+
     def __init__(self, p=0.5):
         super().__init__()
         self.p = p
 
     def forward(self, img):
-        return F.hflip(img) if _coin(self.p) else img
+        return self._op(img) if _coin(self.p) else img
 
     def __repr__(self):
         return _fmt(self, p=self.p)
 
 
-class RandomVerticalFlip(Module):
-    def __init__(self, p=0.5):
-        super().__init__()
-        self.p = p
+class RandomHorizontalFlip(_RandomOp):
+    def _op(self, img):
+        return F.hflip(img)
 
-    def forward(self, img):
-        return F.vflip(img) if _coin(self.p) else img
 
-    def __repr__(self):
-        return _fmt(self, p=self.p)
+class RandomVerticalFlip(_RandomOp):
+    def _op(self, img):
+        return F.vflip(img)
 
 
 def _random_box(height, width, scale, ratio):
@@ -650,20 +650,6 @@ class GaussianBlur(Module):
 
     def __repr__(self):
         return _fmt(self, kernel_size=self.kernel_size, sigma=self.sigma)
-
-
-class _RandomOp(Module):
-    """Apply the op with probability p."""
-
-    def __init__(self, p=0.5):
-        super().__init__()
-        self.p = p
-
-    def forward(self, img):
-        return self._op(img) if _coin(self.p) else img
-
-    def __repr__(self):
-        return _fmt(self, p=self.p)
 
 
 class RandomInvert(_RandomOp):
