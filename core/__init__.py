@@ -8,6 +8,9 @@ from __future__ import annotations
 
 __version__ = "0.1.0"
 
+from . import threads as _threads  # noqa: E402
+_threads._import_numpy_with_default_threads()      # one BLAS thread by default (see core/threads.py)
+
 from . import autograd, dtypes  # noqa: E402
 from .autograd import enable_grad, is_grad_enabled, no_grad, set_grad_enabled, inference_mode  # noqa
 from .device import device  # noqa: E402

@@ -6,15 +6,59 @@ The thread count belongs to the backend serving "cpu": one that runs kernels on 
 threadpoolctl). A backend without them keeps its own threading; the count asked for is then only
 recorded and read back. tensorplug runs no inter-op thread pool: the inter-op count is recorded and,
 as in PyTorch, can be set once.
+
+Default: ONE BLAS thread (`DEFAULT_THREADS`), unless the environment names a count
+(`OMP_NUM_THREADS`, `OPENBLAS_NUM_THREADS`, `MKL_NUM_THREADS`, ... : then the libraries' own reading
+of it stands); `set_num_threads(n)` raises or lowers it at any time. Chosen by measurement on a
+2-core machine (docs/threads.md): OpenBLAS's threads spin-wait, so with a core taken by another
+process a 2-thread MLP step ran 13x slower than with 1 thread (189 ms vs 14.6 ms) and a ResNet-18
+step 2.3x; with both cores free 2 threads gained nothing on these model steps (ResNet-18 224 vs
+227 ms). `import tensorplug` applies the default at no cost when NumPy is not loaded yet (the
+variables are set only while NumPy loads its BLAS, then restored, so child processes and libraries
+loaded later see the user's environment); when NumPy was imported first it goes through
+threadpoolctl.
 """
 from __future__ import annotations
 
 import os
+import sys
 
 __all__ = ["set_num_threads", "get_num_threads", "set_num_interop_threads", "get_num_interop_threads"]
 
 _asked = [None]             # set_num_threads' count, for a backend without a thread method
 _interop = [None]
+
+DEFAULT_THREADS = 1
+# the variables through which a user names a BLAS / OpenMP thread count (any set: no default applied)
+THREAD_ENV = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "GOTO_NUM_THREADS",
+              "BLIS_NUM_THREADS", "VECLIB_MAXIMUM_THREADS")
+# the ones BLAS libraries read when they load (OpenBLAS, MKL, BLIS, Accelerate); OMP_NUM_THREADS is
+# left alone: an OpenMP runtime loaded later would read it
+_BLAS_ENV = ("OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "BLIS_NUM_THREADS", "VECLIB_MAXIMUM_THREADS")
+default_applied = [None]    # how the default was applied at import: "env", "threadpoolctl", or None
+
+
+def _import_numpy_with_default_threads() -> None:
+    """Called first by `import tensorplug`: load NumPy with DEFAULT_THREADS BLAS threads unless the
+    user named a count in the environment."""
+    if any(os.environ.get(k) for k in THREAD_ENV):
+        return
+    if "numpy" in sys.modules:          # its BLAS already read the environment
+        try:
+            from threadpoolctl import threadpool_limits
+        except ImportError:
+            return
+        threadpool_limits(limits=DEFAULT_THREADS, user_api="blas")
+        default_applied[0] = "threadpoolctl"
+        return
+    for k in _BLAS_ENV:
+        os.environ[k] = str(DEFAULT_THREADS)
+    try:
+        import numpy  # noqa: F401
+    finally:
+        for k in _BLAS_ENV:
+            os.environ.pop(k, None)
+    default_applied[0] = "env"
 
 
 def _count(n, fname) -> int:

@@ -259,18 +259,6 @@ def binomial(state, count, prob):
     return _arr(state.binomial(count.astype(np.int64), prob).astype(count.dtype))
 
 
-def softmax(x, axis):
-    e = np.exp(x - x.max(axis=axis, keepdims=True))
-    e /= e.sum(axis=axis, keepdims=True)
-    return e
-
-
-def log_softmax(x, axis):
-    s = x - x.max(axis=axis, keepdims=True)
-    s -= np.log(np.exp(s).sum(axis=axis, keepdims=True))
-    return s
-
-
 def clip(x, lo, hi):
     if lo is None and hi is None:
         return x.copy()
@@ -345,7 +333,7 @@ def build() -> dict:
         nonzero=lambda x: tuple(i.astype(np.int64, copy=False) for i in np.nonzero(x)),
         matmul=lambda a, b: _arr(np.matmul(a, b)),
         inv=inv, solve=solve,
-        softmax=softmax, log_softmax=log_softmax, clip=clip,
+        clip=clip,
     )
     from . import complex as complex_kernels, conv, fft, norm
     k.update(conv.build())
@@ -358,6 +346,12 @@ def build() -> dict:
     k.update(sparse.build())
     from . import linalg
     k.update(linalg.build())
+    from . import rnn
+    k.update(rnn.build())
+    from . import transformer          # softmax, log_softmax and the transformer-block kernels
+    k.update(transformer.build())
+    from . import attention            # scaled_dot_product_attention forward and backward
+    k.update(attention.build())
     from . import bfloat16
     k.update(bfloat16.build(k))         # bfloat16 as PyTorch computes it; other dtypes pass through
     return k

@@ -156,7 +156,8 @@ NO_FALLBACK = frozenset(("rng_get_state", "rng_set_state"))
 # families of optional kernels kept in their own modules (conv/pool, normalization/embedding,
 # complex parts and views, FFT, sparse COO, random distributions, matrix factorizations)
 OPTIONAL_FAMILIES = ("optional_conv", "optional_norm", "optional_complex", "optional_fft", "optional_sparse",
-                     "optional_random", "optional_vision", "optional_linalg")
+                     "optional_random", "optional_vision", "optional_linalg",
+                     "optional_transformer", "optional_rnn", "optional_attention")
 
 
 def _merge_families():

@@ -16,7 +16,8 @@ import math
 from ..amp.state import state as _amp
 from . import pointwise as _pw
 from . import reduction as _red
-from ._core import Tensor, _gstate, check_inplace, commit_inplace, record, snapshot, wrap_dim, zeros_like_grad
+from ._core import (Tensor, _gstate, _make, cast_data, check_inplace, commit_inplace, record, snapshot, wrap_dim,
+                    zeros_like_grad)
 from ._float32 import in_float32 as _f32        # bfloat16 activations run in float32, as PyTorch's kernels
 
 _SELU_ALPHA = 1.6732632423543772848170429916717
@@ -217,12 +218,30 @@ _SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
 def gelu(input, approximate="none"):
     """x * Phi(x) (Phi: the standard normal CDF); approximate='tanh' uses the tanh approximation."""
     _check_tensor(input, "gelu")
+    if approximate not in ("none", "tanh"):
+        raise RuntimeError(f"approximate argument must be either none or tanh., got {approximate!r}")
     x = _float(input)
-    if approximate == "none":
-        return x * 0.5 * (1 + _pw.erf(x * (1 / math.sqrt(2.0))))
-    if approximate == "tanh":
+    if x._dtype.category == 3:
+        if approximate == "none":
+            return x * 0.5 * (1 + _pw.erf(x * (1 / math.sqrt(2.0))))
         return x * 0.5 * (1 + _pw.tanh((x + x * x * x * 0.044715) * _SQRT_2_OVER_PI))
-    raise RuntimeError(f"approximate argument must be either none or tanh., got {approximate!r}")
+    k = x._k
+    y = _make(k["gelu"](x._data, approximate), x._dtype, k, x._dev)
+    if _gstate.enabled and x._rg:
+        record("GeluBackward0", y, (x,), lambda g: (_gelu_grad(g, x, approximate),), saved=(x,))
+    return y
+
+
+def _gelu_grad(g, x, approximate):
+    """g * gelu'(x): the backend's fused `gelu_backward` kernel, or (create_graph) Tensor ops."""
+    if not _gstate.enabled:
+        return _make(x._k["gelu_backward"](cast_data(g, x._dtype), x._data, approximate), x._dtype, x._k, x._dev)
+    if approximate == "tanh":
+        x2 = x * x
+        t = _pw.tanh((x + x2 * x * 0.044715) * _SQRT_2_OVER_PI)
+        return g * ((t + 1) * 0.5 + x * 0.5 * (1 - t * t) * ((x2 * (3 * 0.044715) + 1) * _SQRT_2_OVER_PI))
+    cdf = (_pw.erf(x * (1 / math.sqrt(2.0))) + 1) * 0.5
+    return g * (cdf + x * _pw.exp(x * x * -0.5) * (1 / math.sqrt(2 * math.pi)))
 
 
 def silu(input, inplace=False):

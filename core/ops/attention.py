@@ -1,7 +1,10 @@
 """Attention ops of nn.functional: scaled_dot_product_attention, multi_head_attention_forward.
 
-Both are compositions of differentiable Tensor ops (linear, matmul, masked_fill, softmax, dropout,
-reshapes), so their gradients of any order come from those ops; no node of their own.
+scaled_dot_product_attention runs the backend's `sdpa` kernel (native, or its decomposition in
+tensorplug.dispatch.optional_attention) and records one node: its backward is the `sdpa_backward`
+kernel when the backward pass is not recorded (create_graph=False), else a Tensor-op formula, so
+gradients of any order exist. A float mask that requires grad takes the composition of Tensor ops
+(matmul, masked_fill, softmax, dropout), as does multi_head_attention_forward's weights path.
 
 Masks follow PyTorch, whose two functions disagree on what a bool True means:
 * scaled_dot_product_attention: bool True = *take part* in attention; a float mask is added to the
@@ -21,7 +24,7 @@ import warnings
 from .. import dtypes as _dt
 from ..amp.state import state as _amp
 from . import reduction as _red
-from ._core import Tensor, broadcast_shapes
+from ._core import Tensor, _gstate, _make, broadcast_shapes, cast_data, check_same_device, grad_for, record
 from .creation import ones, zeros
 from .dropout import dropout
 from .linear import linear
@@ -30,11 +33,20 @@ from .shape import cat
 FUNCTIONAL = ["scaled_dot_product_attention", "multi_head_attention_forward"]
 
 _NEG_INF = float("-inf")
+# the fused forward hands the softmax to the backward when it holds at most this many elements
+# (no recomputation of the scores; measured faster at GPT sizes), else only the row log-sum-exp
+PROBS_MAX = 1 << 21
 
 
 # -- scaled dot-product attention ----------------------------------------------------------------------
-def _attend(query, key, value, mask, dropout_p, is_causal, scale, safe):
-    """softmax(query key^T * scale + mask) (dropped out) @ value -> (output, weights).
+def _check_mask(mask, shape):
+    full = broadcast_shapes(tuple(mask.shape), shape)
+    if full != shape:
+        raise RuntimeError(f"output with shape {list(shape)} doesn't match the broadcast shape {list(full)}")
+
+
+def _softmax_weights(query, key, mask, is_causal, scale, safe):
+    """softmax(query key^T * scale + mask) in Tensor ops.
 
     mask: None, bool (True = take part) or float (added). safe: a row whose scores are all -inf gets
     weights 0 and zero gradient (scaled_dot_product_attention) instead of NaN (MHA's weights path)."""
@@ -43,17 +55,18 @@ def _attend(query, key, value, mask, dropout_p, is_causal, scale, safe):
     if is_causal:
         scores = scores.masked_fill(ones(L, S, dtype=_dt.bool_, device=query.device).triu(1), _NEG_INF)
     if mask is not None:
-        shape = tuple(scores.shape)
-        full = broadcast_shapes(tuple(mask.shape), shape)
-        if full != shape:
-            raise RuntimeError(f"output with shape {list(shape)} doesn't match the broadcast shape {list(full)}")
+        _check_mask(mask, tuple(scores.shape))
         scores = scores.masked_fill(mask.logical_not(), _NEG_INF) if mask.dtype == _dt.bool_ else scores + mask
     if safe and mask is not None:
         # fully masked rows: softmax of zeros (finite, so its backward is too), then zeroed
         dead = (scores == _NEG_INF).all(-1, keepdim=True)
-        weights = _red.softmax(scores.masked_fill(dead, 0.0), -1).masked_fill(dead, 0.0)
-    else:
-        weights = _red.softmax(scores, -1)
+        return _red.softmax(scores.masked_fill(dead, 0.0), -1).masked_fill(dead, 0.0)
+    return _red.softmax(scores, -1)
+
+
+def _attend(query, key, value, mask, dropout_p, is_causal, scale, safe):
+    """softmax(query key^T * scale + mask) (dropped out) @ value -> (output, weights), in Tensor ops."""
+    weights = _softmax_weights(query, key, mask, is_causal, scale, safe)
     if dropout_p > 0.0:
         weights = dropout(weights, dropout_p, True)
     return weights.matmul(value), weights
@@ -115,7 +128,67 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
         key, value = _repeat_heads(query, key), _repeat_heads(query, value)
     if scale is None:
         scale = 1.0 / math.sqrt(query.shape[-1]) if query.shape[-1] else 1.0
+    L, S = query.shape[-2], key.shape[-2]
+    if L and S and not (attn_mask is not None and attn_mask._rg and _gstate.enabled):
+        lead = broadcast_shapes(broadcast_shapes(tuple(query.shape[:-2]), tuple(key.shape[:-2])),
+                                tuple(value.shape[:-2]))
+        if math.prod(lead):
+            return _fused(query, key, value, attn_mask, dropout_p, is_causal, scale, lead)
     return _attend(query, key, value, attn_mask, dropout_p, is_causal, scale, safe=True)[0]
+
+
+def _fused(query, key, value, mask, p, causal, scale, lead):
+    """The `sdpa` kernel, with one node whose backward is `sdpa_backward` or the Tensor-op formula."""
+    check_same_device(query, key, value, *(() if mask is None else (mask,)))
+    K, dt, dev = query._k, query._dtype, query._dev
+    L, S = query.shape[-2], key.shape[-2]
+    if mask is not None:
+        _check_mask(mask, lead + (L, S))
+
+    def data(t, tail):
+        shape = lead + tail
+        return t._data if tuple(t.shape) == shape else K["broadcast_to"](t._data, shape)
+    qd, kd, vd = data(query, (L, query.shape[-1])), data(key, (S, key.shape[-1])), data(value, (S, value.shape[-1]))
+    md = None if mask is None else mask._data
+    keep = None
+    if p > 0.0:                    # the dropout mask, drawn as F.dropout draws it
+        from .random import rand
+        keep = rand(*lead, L, S, dtype=dt, device=query.device) >= p
+    kd_keep = None if keep is None else keep._data
+    probs = math.prod(lead) * L * S <= PROBS_MAX
+    ins = (query, key, value)
+    need = _gstate.enabled and (query._rg or key._rg or value._rg)
+    od, lse, w = K["sdpa"](qd, kd, vd, md, kd_keep, float(p), bool(causal), float(scale), probs and need)
+    out = _make(od, dt, K, dev)
+    if not need:
+        return out
+
+    def vjp(g):
+        if not _gstate.enabled:          # a backward that is not recorded: the fused kernel
+            grads = K["sdpa_backward"](cast_data(g, dt), qd, kd, vd, od, lse, w, md, kd_keep, float(p),
+                                       bool(causal), float(scale))
+            return tuple(grad_for(_make(x, dt, K, dev), t) if t._rg else None for x, t in zip(grads, ins))
+        return _formula_grads(g, query, key, value, mask, keep, p, causal, scale, lead)
+    record("ScaledDotProductFlashAttentionForCpuBackward0", out, ins, vjp, saved=(query, key, value, out))
+    return out
+
+
+def _formula_grads(g, query, key, value, mask, keep, p, causal, scale, lead):
+    """sdpa_backward's gradients written in Tensor ops (differentiable again, for create_graph)."""
+    L, S = query.shape[-2], key.shape[-2]
+    q = query.expand(*lead, L, query.shape[-1])
+    k = key.expand(*lead, S, key.shape[-1])
+    v = value.expand(*lead, S, value.shape[-1])
+    w = _softmax_weights(q, k, mask, causal, scale, safe=True)
+    drop = None if keep is None else keep.to(g.dtype) * (1.0 / (1.0 - p) if p < 1.0 else 0.0)
+    dp = g.matmul(v.transpose(-2, -1))
+    if drop is not None:
+        dp = dp * drop
+    ds = w * (dp - (dp * w).sum(-1, keepdim=True))
+    grads = ((ds.matmul(k) * scale) if query._rg else None,
+             (ds.transpose(-2, -1).matmul(q) * scale) if key._rg else None,
+             ((w if drop is None else w * drop).transpose(-2, -1).matmul(g)) if value._rg else None)
+    return tuple(None if x is None else grad_for(x, t) for x, t in zip(grads, (query, key, value)))
 
 
 # -- multi-head attention ------------------------------------------------------------------------------

@@ -89,6 +89,10 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, sca
             g2 = g.reshape(-1, shape[1])
             if freq is not None:
                 g2 = g2 / freq.index_select(0, idx).to(g2.dtype).reshape(-1, 1)
+            if not _gstate.enabled and idx._k is g2._k:   # no graph of the backward: the fused segment sum
+                k = g2._k
+                return (_make(k["embedding_backward"](g2._data, idx._data, shape[0], padding_idx),
+                              g2._dtype, k, g2._dev),)
             gw = g2.new_zeros(shape).index_add(0, idx, g2)
             return (_zero_padding_row(gw, padding_idx),)
         record("EmbeddingBackward0", out, (weight,), vjp)

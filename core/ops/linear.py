@@ -42,6 +42,16 @@ def linear(input, weight, bias=None):
         raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({rows}x{input.shape[-1]} and {w_t})")
     if input.ndim == 2 and weight.ndim == 2 and _same_kind(input, weight, bias):
         return _addmm(input, weight, bias)
+    if input.ndim > 2 and weight.ndim == 2 and _same_kind(input, weight, bias):
+        # (*, in) folded into one 2-d GEMM, as PyTorch does (its grad_fn is UnsafeViewBackward0): a batched
+        # matmul of (B, T, in) @ (in, out) and its weight gradient (a batch of products, then a sum)
+        # are several times slower than the one (B*T, in) @ (in, out) product
+        lead = tuple(input.shape[:-1])
+        rows = 1
+        for d in lead:
+            rows *= d
+        from .shape import _unsafe_view
+        return _unsafe_view(_addmm(input.reshape(rows, input.shape[-1]), weight, bias), lead + (weight.shape[0],))
     out = input.matmul(weight.t() if weight.ndim == 2 else weight)
     if bias is not None:
         out = out + bias

@@ -229,8 +229,47 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
     m = _numel(ns)
     if lead == 0 or m == 0:
         return _affine(input * 0, weight, bias, ns)
-    y = _normalize(input.reshape(1, lead, m), None, None, None, None, eps)[0].reshape(shape)
-    return _affine(y, weight, bias, ns)
+    return _layer_norm_rows(input, weight, bias, eps, lead, m, ns, shape)
+
+
+def _layer_norm_rows(input, weight, bias, eps, lead, m, ns, shape):
+    """The backend's `layer_norm` kernel on input as (lead, m) rows; the backward is its fused
+    `layer_norm_backward` kernel, or (create_graph) the same formulas in Tensor ops."""
+    check_same_device(input, *(t for t in (weight, bias) if t is not None))
+    k, dt, dev = input._k, input._dtype, input._dev
+    x = input.reshape(lead, m)
+
+    def arr(t):
+        return None if t is None else k["reshape"](cast_data(t, dt), (m,))
+    yd, md, rd = k["layer_norm"](x._data, arr(weight), arr(bias), float(eps))
+    y = _make(k["reshape"](yd, shape), dt, k, dev)
+    ins = tuple(t for t in (input, weight, bias) if t is not None)
+    if not (_gstate.enabled and any(t._rg for t in ins)):
+        return y
+
+    def vjp(g):
+        g2 = g.reshape(lead, m)
+        if not _gstate.enabled:
+            wd = arr(weight)
+            dx, dw, db = (_make(a, dt, k, dev) for a in
+                          k["layer_norm_backward"](cast_data(g2, dt), x._data, md, rd, wd))
+        else:
+            # create_graph: the statistics as differentiable functions of x
+            xc = x - x.mean(1, keepdim=True)
+            r = ((xc * xc).mean(1, keepdim=True) + eps).rsqrt()
+            xhat = xc * r
+            gx = g2 if weight is None else g2 * weight.to(dt).reshape(1, m)
+            dx = (gx - gx.mean(1, keepdim=True) - xhat * (gx * xhat).mean(1, keepdim=True)) * r
+            dw = (g2 * xhat).sum(0) if weight is not None and weight._rg else None
+            db = g2.sum(0) if bias is not None and bias._rg else None
+        out = [dx.reshape(shape) if input._rg else None]
+        if weight is not None:
+            out.append(grad_for(dw.reshape(ns), weight) if weight._rg else None)
+        if bias is not None:
+            out.append(grad_for(db.reshape(ns), bias) if bias._rg else None)
+        return tuple(out)
+    record("NativeLayerNormBackward0", y, ins, vjp, saved=ins)
+    return y
 
 
 @in_float32         # (eps None: float32's for bfloat16, as PyTorch's fused kernel)

@@ -15,7 +15,7 @@ import warnings
 from .. import dtypes as _dt
 from ..amp.state import state as _amp
 from ..autograd import grad_mode
-from ._core import Tensor, _gstate, _make, cast_grad, normalize_dims, record, wrap_dim
+from ._core import Tensor, _gstate, _make, cast_data, cast_grad, normalize_dims, record, wrap_dim
 from ._float32 import in_float32
 from .complex import cj, not_for_complex
 
@@ -951,6 +951,17 @@ def _softmax_dim(ndim):
     return 0 if ndim in (0, 1, 3) else 1
 
 
+def _softmax_grad(kname, grad_rule):
+    """The backward rule: the backend's fused `<kname>_backward` kernel when no graph of the backward
+    is being built, else grad_rule in Tensor ops (differentiable again)."""
+    def rule(g, y, d):
+        if _gstate.enabled:
+            return grad_rule(g, y, d)
+        gd = cast_data(g, y._dtype)
+        return _wrap(y, y._k[kname + "_backward"](gd, y._data, d))
+    return rule
+
+
 def _softmax_common(kname, input, dim, dtype, name, grad_rule):
     if input._dtype.category == 3:
         raise not_for_complex(f"{kname}_lastdim_kernel_impl", input._dtype)
@@ -964,7 +975,8 @@ def _softmax_common(kname, input, dim, dtype, name, grad_rule):
     data = k["copy"](x._data) if x.numel() == 0 else k[kname](x._data, d)
     r = _wrap(x, data)
     if x._rg and _gstate.enabled:
-        record(name, r, (x,), lambda g: (grad_rule(g, r, d),), saved=(r,))
+        rule = _softmax_grad(kname, grad_rule)
+        record(name, r, (x,), lambda g: (rule(g, r, d),), saved=(r,))
     return r
 
 

@@ -233,6 +233,13 @@ def reshape(input, *shape):
                 lambda g: g.reshape(old))
 
 
+def _unsafe_view(input, shape):
+    """reshape of a tensor nothing else aliases (a fresh op result) without view bookkeeping, as
+    PyTorch's _unsafe_view (grad_fn UnsafeViewBackward0)."""
+    old = input._data.shape
+    return _new(input, input._k["reshape"](input._data, shape), "UnsafeViewBackward0", lambda g: g.reshape(old))
+
+
 def view(input, *shape, dtype=None):
     """A view of input with `shape`; raises when the strides don't allow one (use reshape).
     `view(dtype)` reinterprets the bytes as another dtype (see view_dtype)."""

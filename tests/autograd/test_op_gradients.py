@@ -174,6 +174,8 @@ CASES = [
                                                         torch.ones(2, dtype=torch.float64), w, b),
          lambda: (nc(3, 2), r(2, seed=1), r(2, seed=2))),
     Case("embedding", lambda w: F.embedding(torch.tensor([[0, 2], [2, 3]]), w) * w.sum(), lambda: (r(4, 2),)),
+    Case("layer_norm", lambda x, w, b: F.layer_norm(x, (3,), w, b), lambda: (r(2, 3), r(3, seed=1), r(3, seed=2))),
+    Case("gelu", lambda a: F.gelu(a) + F.gelu(a, approximate="tanh"), lambda: (r(2, 3) * 2,)),
     Case("embedding_bag_sum", lambda w, p: F.embedding_bag(torch.tensor([0, 2, 2, 1]), w, torch.tensor([0, 1, 1]),
                                                            mode="sum", per_sample_weights=p) ** 2,
          lambda: (r(3, 2), r(4, seed=1))),

@@ -162,3 +162,19 @@ def test_lazy_linear_infers_in_features_and_becomes_a_linear():
     assert torch.allclose(lazy.weight.detach(), before - 0.1 * x.sum(0).expand(3, 5))
     nobias = nn.LazyLinear(2, bias=False)
     assert nobias.bias is None and nobias(torch.ones(4)).shape == (2,)
+
+
+def test_linear_of_a_3d_input_is_one_2d_gemm_with_pytorchs_grad_fn():
+    """(*, in) inputs fold into one (rows, in) GEMM: values, gradients to any order, UnsafeViewBackward0."""
+    import tensorplug as tp
+    from tensorplug.autograd import gradcheck, gradgradcheck
+    rng = np.random.default_rng(0)
+    xn, wn, bn = rng.standard_normal((3, 2, 4)), rng.standard_normal((5, 4)), rng.standard_normal(5)
+    x, w, b = (tp.tensor(a, requires_grad=True) for a in (xn, wn, bn))
+    y = tp.nn.functional.linear(x, w, b)
+    assert y.shape == (3, 2, 5) and y.grad_fn.name() == "UnsafeViewBackward0"
+    np.testing.assert_allclose(y.detach().numpy(), xn @ wn.T + bn, rtol=1e-12, atol=1e-12)
+    assert gradcheck(tp.nn.functional.linear, (x, w, b))
+    assert gradgradcheck(tp.nn.functional.linear, (x, w, b))
+    xt = tp.tensor(rng.standard_normal((4, 2, 3))).transpose(0, 2).requires_grad_()   # non-contiguous
+    assert gradcheck(tp.nn.functional.linear, (xt, w, None))

@@ -143,6 +143,55 @@ def _run_direction(step, gis, batch_sizes, state0, weights, reverse):
     return outs, state
 
 
+# -- the fused recurrence (optional kernels rnn_layer / rnn_layer_backward) -------------------------------
+_FUSED = True       # False: every layer runs as the Tensor-op recurrence above (tests compare both)
+
+
+def _fused_ok(x):
+    return _FUSED and not _amp.on and x._dtype.is_floating_point and not x._dtype.is_complex
+
+
+def _reference(mode, gi, h0, c0, w_hh, b_hh, w_hr, batch_sizes, reverse):
+    """The recurrence of one layer direction in Tensor ops: [out rows, h_n(, c_n)]."""
+    state0 = (h0, c0) if mode == "LSTM" else (h0,)
+    weights = (w_hh.t(), b_hh, None if w_hr is None else w_hr.t())
+    outs, final = _run_direction(_STEPS[mode], _split_rows(gi, batch_sizes), batch_sizes, state0, weights,
+                                 reverse)
+    return [_tp().cat(outs, 0), *final]
+
+
+def _fused_direction(mode, gi, state0, w_hh, b_hh, w_hr, batch_sizes, reverse):
+    """One layer direction through the `rnn_layer` kernel, recorded as one autograd node.
+
+    Returns (out rows, final state tuple). b_hh only for GRU (the other modes fold it into gi).
+    First-order gradients come from `rnn_layer_backward`; under create_graph the backward
+    differentiates `_reference` instead, so gradients of any order exist."""
+    k, dt, dev = gi._k, gi._dtype, gi._dev
+    lstm = mode == "LSTM"
+    h0, c0 = state0[0], (state0[1] if lstm else None)
+    bs = tuple(batch_sizes)
+    data = [None if t is None else t._data for t in (h0, c0, w_hh, b_hh, w_hr)]
+    out, hn, cn, gates, cells = k["rnn_layer"](mode, gi._data, data[0], data[1], data[2], data[3], data[4],
+                                              bs, reverse)
+    outs = [_make(out, dt, k, dev), _make(hn, dt, k, dev)] + ([_make(cn, dt, k, dev)] if lstm else [])
+    slots = (gi, h0, c0, w_hh, b_hh, w_hr)
+    inputs = [t for t in slots if t is not None]
+    if grad_mode.is_grad_enabled() and needs_grad(*inputs):
+        def vjp(grads):
+            if grad_mode.is_grad_enabled():          # create_graph: the Tensor-op formula
+                want = [t for t in inputs if t.requires_grad]
+                ref = _reference(mode, *slots, bs, reverse)
+                got = iter(_tp().autograd.grad(ref, want, list(grads), create_graph=True, allow_unused=True))
+                return tuple(next(got) if t.requires_grad else None for t in inputs)
+            g = [x._data for x in grads]
+            res = k["rnn_layer_backward"](mode, g[0], g[1], g[2] if lstm else None, data[0], data[1], data[2],
+                                          data[4], out, gates, cells, bs, reverse)
+            return tuple(None if r is None or t is None or not t.requires_grad else _make(r, t._dtype, k, dev)
+                         for t, r in zip(slots, res) if t is not None)
+        record_multi("RnnLayerBackward0", outs, inputs, vjp, saved=tuple(inputs))
+    return outs[0], tuple(outs[1:])
+
+
 def _dropout(x, p, training):
     if not training or p == 0:
         return x
@@ -350,6 +399,11 @@ class RNNBase(Module):
             b_in, b_hh = (None if b_ih is None else b_ih + b_hh), None
         return w_ih.t(), b_in, (w_hh.t(), b_hh, None if w_hr is None else w_hr.t())
 
+    def _recurrent_weights(self, names):
+        """(w_hh, b_hh for GRU else None, w_hr or None) as stored (the fused kernel's layout)."""
+        b_hh = getattr(self, names[3]) if self.bias and self.mode == "GRU" else None
+        return getattr(self, names[1]), b_hh, getattr(self, names[-1]) if self.proj_size > 0 else None
+
     def _run(self, x, batch_sizes, states):
         """x: (rows, input_size), time-major packed; states: tuple of (L*D, B, ·) tensors.
 
@@ -358,6 +412,7 @@ class RNNBase(Module):
             x, states = _amp.cast(self.mode.lower(), (x, states))
         tp = _tp()
         step = _STEPS[self.mode]
+        fused = _fused_ok(x)
         nd = self._num_directions
         finals = [[] for _ in states]
         layer_in = x
@@ -368,10 +423,16 @@ class RNNBase(Module):
             for d in range(nd):
                 idx = layer * nd + d
                 w_ih_t, b_in, weights = self._layer_weights(self._all_weights[idx])
-                gis = _split_rows(_linear(layer_in, w_ih_t, b_in), batch_sizes)
+                gi = _linear(layer_in, w_ih_t, b_in)
                 state0 = tuple(s[idx] for s in states)
-                outs, final = _run_direction(step, gis, batch_sizes, state0, weights, reverse=d == 1)
-                dir_outs.append(tp.cat(outs, 0))
+                if fused:
+                    w_hh, b_hh, w_hr = self._recurrent_weights(self._all_weights[idx])
+                    out_d, final = _fused_direction(self.mode, gi, state0, w_hh, b_hh, w_hr, batch_sizes, d == 1)
+                    dir_outs.append(out_d)
+                else:
+                    outs, final = _run_direction(step, _split_rows(gi, batch_sizes), batch_sizes, state0,
+                                                 weights, reverse=d == 1)
+                    dir_outs.append(tp.cat(outs, 0))
                 for j, f in enumerate(final):
                     finals[j].append(f)
             layer_in = dir_outs[0] if nd == 1 else tp.cat(dir_outs, 1)
@@ -614,6 +675,8 @@ class RNNCellBase(Module):
         else:
             gi = _linear(input, self.weight_ih.t(), None if b_ih is None else b_ih + b_hh)
             b_hh = None
+        if _fused_ok(input):           # one step of the fused recurrence
+            return _fused_direction(mode, gi, states, self.weight_hh, b_hh, None, (input.size(0),), False)[1]
         return _STEPS[mode](gi, states, self.weight_hh.t(), b_hh, None)
 
 

@@ -13,5 +13,8 @@ from . import linalg_factor  # noqa: F401,E402
 from . import vision  # noqa: F401,E402
 from . import sparse  # noqa: F401,E402
 from . import random_distributions  # noqa: F401,E402
+from . import transformer  # noqa: F401,E402
+from . import rnn  # noqa: F401,E402
+from . import attention  # noqa: F401,E402
 
 __all__ = ["RECORDS", "OpRecord", "Sample", "A", "Raw", "ErrorCase", "register"]
