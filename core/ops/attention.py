@@ -19,6 +19,7 @@ Masks follow PyTorch, whose two functions disagree on what a bool True means:
 from __future__ import annotations
 
 import math
+import sys
 import warnings
 
 from .. import dtypes as _dt
@@ -129,12 +130,19 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     if scale is None:
         scale = 1.0 / math.sqrt(query.shape[-1]) if query.shape[-1] else 1.0
     L, S = query.shape[-2], key.shape[-2]
-    if L and S and not (attn_mask is not None and attn_mask._rg and _gstate.enabled):
+    if L and S and not (attn_mask is not None and attn_mask._rg and _gstate.enabled) and not _exporting():
         lead = broadcast_shapes(broadcast_shapes(tuple(query.shape[:-2]), tuple(key.shape[:-2])),
                                 tuple(value.shape[:-2]))
         if math.prod(lead):
             return _fused(query, key, value, attn_mask, dropout_p, is_causal, scale, lead)
     return _attend(query, key, value, attn_mask, dropout_p, is_causal, scale, safe=True)[0]
+
+
+def _exporting():
+    """Whether an ONNX export is tracing: it records the Tensor-op composition (ONNX before opset 23
+    has no attention node), so the fused kernel is not taken."""
+    tracer = sys.modules.get("tensorplug.onnx._tracer")
+    return tracer is not None and tracer._active is not None
 
 
 def _fused(query, key, value, mask, p, causal, scale, lead):
