@@ -216,6 +216,7 @@ class Backend:
             self._native = dict(self.native_kernels())
             table = complete_table(self._native)
             table["__backend__"] = self          # tensors hold the table; this finds the backend
+            table["__check__"] = None            # kernel_check's per-table checker, when installed
             self._kernels = table
         return self._kernels
 
@@ -228,6 +229,7 @@ class Backend:
         table = tables.get(index)
         if table is None:
             table = tables[index] = self.device_kernels(index)
+            table.setdefault("__check__", None)
         return table
 
     def device_kernels(self, index) -> dict:

@@ -110,46 +110,43 @@ def as_tensor_like(x, like, dtype=None):
 
 
 def prep_binary(a, b, float_result=False):
-    """Operands of a binary op as (a data, b data, dtype, kernel table, device).
+    """Operands of a binary op as (a data, b data, dtype, kernel table, device, result shape).
 
     One of a, b is a Tensor; the other is a Tensor or a Python/NumPy scalar (passed to the
     kernel as a Python scalar). Both are converted to the promoted dtype (a floating type
-    when `float_result`)."""
+    when `float_result`). The result shape is the broadcast of two tensors' shapes (already
+    computed for the broadcasting check), None for a tensor and a scalar: checked backends'
+    results are compared with it (tensorplug.dispatch.kernel_check)."""
     if a.__class__ is Tensor or isinstance(a, Tensor):
         t = a
         if b.__class__ is Tensor or isinstance(b, Tensor):
             if a._k is not b._k:
                 raise device_mismatch(a, b)
+            sa, sb = a._data.shape, b._data.shape
+            if sa != sb:
+                try:
+                    sa = broadcast_shapes(sa, sb)
+                except RuntimeError as e:
+                    dt = _result_type(a, b)
+                    dt = _dt._default[0] if float_result and dt.category < 2 else dt
+                    return cast_data(a, dt), _not_broadcastable(a, b, dt, e), dt, a._k, a._dev, None
             if a._dtype is b._dtype:
                 dt = a._dtype
-                if float_result and dt.category < 2:
-                    dt = _dt._default[0]
-                else:
-                    sa, sb = a._data.shape, b._data.shape
-                    if sa != sb:
-                        try:
-                            broadcast_shapes(sa, sb)
-                        except RuntimeError as e:
-                            return a._data, _not_broadcastable(a, b, dt, e), dt, a._k, a._dev
-                    return a._data, b._data, dt, a._k, a._dev
+                if not (float_result and dt.category < 2):
+                    return a._data, b._data, dt, a._k, a._dev, sa
+                dt = _dt._default[0]
             else:
                 dt = _result_type(a, b)
                 if float_result and dt.category < 2:
                     dt = _dt._default[0]
-            sa, sb = a._data.shape, b._data.shape
-            if sa != sb:
-                try:
-                    broadcast_shapes(sa, sb)
-                except RuntimeError as e:
-                    return cast_data(a, dt), _not_broadcastable(a, b, dt, e), dt, a._k, a._dev
-            return cast_data(a, dt), cast_data(b, dt), dt, a._k, a._dev
+            return cast_data(a, dt), cast_data(b, dt), dt, a._k, a._dev, sa
         if not is_scalar(b):
             raise TypeError(f"unsupported operand type: {type(b).__name__} (expected a Tensor or a number)")
         b = scalar_value(b)
         dt = _combine_scalar(a._dtype, b)
         if float_result and dt.category < 2:
             dt = _dt._default[0]
-        return cast_data(a, dt), _scalar_as(b, dt), dt, a._k, a._dev
+        return cast_data(a, dt), _scalar_as(b, dt), dt, a._k, a._dev, None
     t = b
     if not is_scalar(a):
         raise TypeError(f"unsupported operand type: {type(a).__name__} (expected a Tensor or a number)")
@@ -157,7 +154,7 @@ def prep_binary(a, b, float_result=False):
     dt = _combine_scalar(t._dtype, a)
     if float_result and dt.category < 2:
         dt = _dt._default[0]
-    return _scalar_as(a, dt), cast_data(t, dt), dt, t._k, t._dev
+    return _scalar_as(a, dt), cast_data(t, dt), dt, t._k, t._dev, None
 
 
 def _not_broadcastable(a, b, dt, error):

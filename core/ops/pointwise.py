@@ -21,8 +21,12 @@ from ._limits import check_fill
 
 
 def _binary(kname, a, b, float_result=False):
-    ad, bd, dt, k, dev = prep_binary(a, b, float_result)
-    return _make(k[kname](ad, bd), dt, k, dev)
+    ad, bd, dt, k, dev, shape = prep_binary(a, b, float_result)
+    check = k["__check__"]
+    if check is None:
+        return _make(k[kname](ad, bd), dt, k, dev)
+    # a backend whose results are checked: against the shape prep_binary computed (one compare)
+    return _make(check[kname](ad, bd, shape), dt, k, dev)
 
 
 def _sparse_ops():
@@ -105,7 +109,7 @@ def div(input, other, *, rounding_mode=None, out=None):
                    saved=_tensors(a, b))
         return _out(r, out)
     if rounding_mode == "trunc":
-        ad, bd, dt, k, dev = prep_binary(input, other)
+        ad, bd, dt, k, dev, _ = prep_binary(input, other)
         if dt.category == 3:
             raise not_for_complex("div_trunc_cpu", dt)
         if dt.category == 2:
@@ -135,7 +139,7 @@ def _check_int_div(k, bd):
 
 
 def floor_divide(input, other, *, out=None):
-    ad, bd, dt, k, dev = prep_binary(input, other)
+    ad, bd, dt, k, dev, _ = prep_binary(input, other)
     if dt.category != 2:
         if dt.category == 3:
             raise not_for_complex("div_floor_cpu", dt)
@@ -145,7 +149,7 @@ def floor_divide(input, other, *, out=None):
 
 
 def remainder(input, other, *, out=None):
-    ad, bd, dt, k, dev = prep_binary(input, other)
+    ad, bd, dt, k, dev, _ = prep_binary(input, other)
     if dt.category != 2:
         if dt.category == 3:
             raise not_for_complex("remainder_cpu", dt)
@@ -159,7 +163,7 @@ def remainder(input, other, *, out=None):
 
 
 def fmod(input, other, *, out=None):
-    ad, bd, dt, k, dev = prep_binary(input, other)
+    ad, bd, dt, k, dev, _ = prep_binary(input, other)
     if dt.category != 2:
         if dt.category == 3:
             raise not_for_complex("fmod_cpu", dt)
@@ -176,7 +180,7 @@ def fmod(input, other, *, out=None):
 def pow(input, exponent, *, out=None):
     if _amp.on:
         return _amp.run("pow", pow, (input, exponent), {"out": out})
-    ad, bd, dt, k, dev = prep_binary(input, exponent)
+    ad, bd, dt, k, dev, _ = prep_binary(input, exponent)
     if dt.category == 1:
         negative = (bd < 0) if isinstance(bd, (bool, int)) else _any_true(k, k["lt"](bd, 0))
         if negative:
@@ -279,7 +283,7 @@ def fmin(input, other):
 def atan2(input, other, *, out=None):
     if _amp.on:
         return _amp.run("atan2", atan2, (input, other), {"out": out})
-    ad, bd, dt, k, dev = prep_binary(input, other, True)
+    ad, bd, dt, k, dev, _ = prep_binary(input, other, True)
     if dt.category == 3:
         raise not_for_complex("atan2_cpu", dt)
     r = _make(k["atan2"](ad, bd), dt, k, dev)
@@ -349,10 +353,10 @@ def _nograd_binary(kname, doc, int_only=False, logical=False, ordered=False):
 
     def op(input, other, *, out=None):
         if logical:
-            ad, bd, dt, k, dev = prep_binary(input, other)
+            ad, bd, dt, k, dev, _ = prep_binary(input, other)
             r = _make(k[kname](ad, bd), _dt.bool_, k, dev)
             return _out(r, out)
-        ad, bd, dt, k, dev = prep_binary(input, other)
+        ad, bd, dt, k, dev, _ = prep_binary(input, other)
         if (ordered or int_only) and dt.category == 3:
             raise not_for_complex(cname, dt)       # complex numbers have no order, and no bits
         if int_only and dt.category == 2:
@@ -759,7 +763,7 @@ def _inplace(fn, kname=None, float_result=False):
 
 
 def _fast_inplace(self, kname, other, float_result):
-    ad, bd, dt, k, dev = prep_binary(self, other, float_result)
+    ad, bd, dt, k, dev, _ = prep_binary(self, other, float_result)
     check_cast(dt, self._dtype)
     ts = self._data.shape
     if isinstance(other, Tensor):
@@ -892,12 +896,17 @@ def _fast_binary(kname, slow, float_only=False, min_category=0, reflected=False)
             if cls is Tensor:
                 if dt is b._dtype and k is b._k and not (_gstate.enabled and b._rg):
                     ad, bd = a._data, b._data
-                    if ad.shape != bd.shape:
+                    shape = ad.shape
+                    if shape != bd.shape:
                         try:
-                            broadcast_shapes(ad.shape, bd.shape)
+                            shape = broadcast_shapes(shape, bd.shape)
                         except RuntimeError:    # the full op raises it (or takes utils.backcompat's fallback)
                             return slow(b, a) if reflected else slow(a, b)
-                    data = k[kname](bd, ad) if reflected else k[kname](ad, bd)
+                    check = k["__check__"]
+                    if check is None:
+                        data = k[kname](bd, ad) if reflected else k[kname](ad, bd)
+                    else:                       # kernel results checked: against the shape known here
+                        data = check[kname](bd, ad, shape) if reflected else check[kname](ad, bd, shape)
                     t = _new(Tensor)
                     t._data, t._dtype, t._k, t._dev = data, dt, k, a._dev
                     return t
@@ -905,7 +914,12 @@ def _fast_binary(kname, slow, float_only=False, min_category=0, reflected=False)
                     dt.category == 1 and dt.itemsize >= 4 and -2**31 <= b < 2**31))) or (
                     cls is complex and dt.category == 3):
                 # the scalar takes the tensor's dtype (PyTorch's rule for "wrapped numbers")
-                data = k[kname](b, a._data) if reflected else k[kname](a._data, b)
+                check = k["__check__"]
+                if check is None:
+                    data = k[kname](b, a._data) if reflected else k[kname](a._data, b)
+                else:
+                    data = check[kname](b, a._data, None) if reflected else \
+                        check[kname](a._data, b, None)
                 t = _new(Tensor)
                 t._data, t._dtype, t._k, t._dev = data, dt, k, a._dev
                 return t

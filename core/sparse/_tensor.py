@@ -70,7 +70,7 @@ class _SparseTable(dict):
     """A sparse tensor's kernel table: only `__backend__`; a lookup of any kernel raises."""
 
     def __init__(self, dense_table, dev):
-        super().__init__(__backend__=dense_table["__backend__"])
+        super().__init__(__backend__=dense_table["__backend__"], __check__=None)
         self.dense, self.dev = dense_table, dev
 
     def __missing__(self, name):

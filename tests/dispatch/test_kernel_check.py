@@ -80,6 +80,44 @@ def test_mul_of_the_wrong_shape(registered):
     _raises(lambda: a * a, "kernel 'mul'", "float32[3, 1], float32[3, 1]", "returned numpy.ndarray float32[1, 1]")
 
 
+def test_frontend_binary_path_catches_each_kind(registered):
+    """Pointwise binary ops check against the broadcast shape the frontend computed: the operator and
+    function forms, a reflected scalar, and a comparison that does not return bool all raise."""
+    registered(_backend("kc_fb", sub=lambda f: lambda x, y, out=None: f(x, y)[..., :1],
+                        lt=lambda f: lambda x, y, out=None: f(x, y).astype(np.float32),
+                        maximum=lambda f: lambda x, y, out=None: np.asarray(f(x, y), dtype=np.float64)))
+    a = tp.ones(2, 3, device="kc_fb")
+    b = tp.ones(3, device="kc_fb")
+    _raises(lambda: a - b, "kernel 'sub'", "float32[2, 3], float32[3]", "returned numpy.ndarray float32[2, 1]",
+            "expected numpy.ndarray float32[2, 3]")
+    _raises(lambda: tp.sub(a, b), "kernel 'sub'", "wrong shape", "float32[2, 3]")
+    _raises(lambda: 2.0 - a, "kernel 'sub'", "2.0, float32[2, 3]", "wrong shape")
+    _raises(lambda: a < b, "kernel 'lt'", "returned numpy.ndarray float32[2, 3]", "wrong dtype",
+            "expected numpy.ndarray bool[2, 3]")
+    _raises(lambda: a < 0.5, "kernel 'lt'", "wrong dtype", "bool[2, 3]")
+    _raises(lambda: tp.maximum(a, b), "kernel 'maximum'", "float64[2, 3]", "wrong dtype")
+
+
+def test_frontend_binary_path_passes_correct_results(registered):
+    """A correct backend through the checked frontend path: broadcasting, scalars on either side,
+    comparisons and integer ops give NumPy's values (no false alarms)."""
+    b = registered(_backend("kc_fbok"))
+    rng = np.random.default_rng(1)
+    xn, yn = rng.standard_normal((4, 1, 3)).astype(np.float32), rng.standard_normal((5, 1)).astype(np.float32)
+    x, y = tp.tensor(xn, device="kc_fbok"), tp.tensor(yn, device="kc_fbok")
+    assert isinstance(x._k["__check__"], dict) and "add" in x._k["__check__"]
+    np.testing.assert_array_equal((x + y).cpu().numpy(), xn + yn)
+    np.testing.assert_array_equal((3.0 - x).cpu().numpy(), np.float32(3.0) - xn)
+    np.testing.assert_array_equal((x * 2).cpu().numpy(), xn * np.float32(2))
+    np.testing.assert_array_equal((x < y).cpu().numpy(), xn < yn)
+    np.testing.assert_array_equal((y >= 0.0).cpu().numpy(), yn >= 0)
+    np.testing.assert_array_equal(tp.div(x, y).cpu().numpy(), xn / yn)
+    i = tp.arange(6, device="kc_fbok")
+    np.testing.assert_array_equal((i % 4 + i).cpu().numpy(), np.arange(6) % 4 + np.arange(6))
+    np.testing.assert_array_equal(tp.eq(i, 3).cpu().numpy(), np.arange(6) == 3)
+    assert b.kernels["__check__"]["add"].__name__ == "checked_add"
+
+
 def test_float64_result_for_float32_inputs(registered):
     """An add that computes in float64 and reports it is caught; values are never silently wrong."""
     registered(_backend("kc_f64", add=lambda f: lambda x, y, out=None: f(x, y).astype(np.float64),
@@ -173,6 +211,7 @@ def test_builtin_tables_are_raw():
         assert b.kernels[name] is b._native[name]
     x = tp.ones(2)
     assert x._k["add"] is b._native["add"]
+    assert x._k["__check__"] is None        # the frontend's binary ops call the raw kernels
 
 
 PROBE = textwrap.dedent('''

@@ -51,6 +51,6 @@ class TraceBackend(Backend):
         if self._kernels is None:
             table = Backend.kernels.fget(self)      # natives + decompositions bound to this table
             for name in list(table):
-                if name != "__backend__" and name not in self._native:
+                if not name.startswith("__") and name not in self._native:
                     table[name] = self.trace.wrap(name, table[name], kind="decomposed")
         return self._kernels
