@@ -41,7 +41,7 @@ ROOT = BENCH.parent
 GOAL_SCRIPTS = ["tiny_op", "tiny_graph", "big_add", "mlp_step", "lenet_step", "grad_penalty", "import_time",
                 "mlp_memory"]
 INFO_SCRIPTS = ["resnet18", "dataloader", "autograd_graph", "conv", "lstm_step", "sparse",
-                "gpt_step", "makemore_step", "lstm_lm_step", "attention"]
+                "gpt_step", "makemore_step", "lstm_lm_step", "attention", "cross_entropy"]
 # written by others; run only where their requirement is met
 GATED_SCRIPTS = {"allreduce": "mpi", "ddp_scaling": "mpi", "gpu": "cuda"}
 THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")

@@ -307,6 +307,13 @@ class Tensor:
         return _RemovableHandle(self._post_acc_hooks, hook)
 
     def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
+        if gradient is None and inputs is None:     # loss.backward(): straight to the engine
+            run = _engine[0]
+            if run is None:
+                from .autograd.engine import run_backward as run
+                _engine[0] = run
+            run((self,), (None,), create_graph if retain_graph is None else retain_graph, create_graph)
+            return
         from .autograd import backward
         backward(self, gradient, retain_graph, create_graph, inputs=inputs)
 
@@ -445,7 +452,19 @@ class Tensor:
 
     # -- helpers used by the engine -------------------------------------------------------------
     def _ones_like_nograd(self):
-        return _make(self._k["full"](self._data.shape, 1, self._dtype.name), self._dtype, self._k, self._dev)
+        k, dt = self._k, self._dtype
+        if self._data.shape == ():
+            # loss.backward()'s seed: a copy of a cached 0-d one (a backend's copy costs a fraction of its
+            # full); not for a backend with several devices, whose creation kernels use the current one
+            key = (id(k), dt)
+            hit = _ONES.get(key)
+            if hit is None:
+                single = getattr(k.get("__backend__"), "indexed", True) is False
+                # (the table is kept alive, so its id stays unique)
+                hit = _ONES[key] = (k, k["full"]((), 1, dt.name) if single else None)
+            if hit[1] is not None:
+                return _make(k["copy"](hit[1]), dt, k, self._dev)
+        return _make(k["full"](self._data.shape, 1, dt.name), dt, k, self._dev)
 
     def _new_like_data(self, value):
         from .ops.creation import tensor
@@ -462,6 +481,8 @@ class Tensor:
 
 
 _new = object.__new__
+_ONES: dict = {}         # (id(kernel table), dtype) -> (table, 0-d array of ones): see _ones_like_nograd
+_engine = [None]        # autograd.engine.run_backward, bound on first use (autograd imports this module)
 
 
 def _make(data, dtype, k, dev, cls=Tensor):

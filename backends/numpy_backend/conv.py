@@ -1,11 +1,15 @@
 """NumPy native kernels of the conv family (specs in tensorplug.dispatch.optional_conv).
 
 conv: im2col as a strided view (`as_strided`) copied once into a (groups, C/groups * K, N * Out)
-matrix, then ONE matmul per group (a single batched `np.matmul`). conv_transpose: one matmul, then
-col2im as one strided accumulate per kernel offset. max_pool: a running max over one strided slice
-per kernel offset (up to 32 offsets), else an argmax over copied windows (a gather through
-`max_pool_table` where padding makes windows ragged); avg_pool: a sum of strided slices. Loops run
-over kernel offsets only, never over pixels or batch items.
+matrix, then ONE matmul per group (a single batched `np.matmul`); 1x1 kernels skip im2col (a GEMM per
+batch item, already in output order). conv_weight: the same column matrix times the output gradient,
+one GEMM landing in the weight's layout. conv_transpose: one matmul, then col2im as one strided
+accumulate per kernel offset; at unit stride, when the columns are not larger, a conv with the flipped
+kernel instead (one copy beats Kp accumulates). max_pool (floating): a pairwise tournament of one
+strided slice per kernel offset (up to 32 offsets); else a running max over those slices; beyond 32
+offsets an argmax over copied windows (a gather through `max_pool_table` where padding makes windows
+ragged); avg_pool: a sum of strided slices. Loops run over kernel offsets only, never over pixels or
+batch items.
 """
 from __future__ import annotations
 
@@ -27,21 +31,65 @@ def _windows(x, ks, stride, dilation, out):
     return as_strided(x, shape, strides, writeable=False)
 
 
-def conv(x, w, stride, padding, dilation, groups):
-    if any(a or b for a, b in padding):
-        x = np.pad(x, ((0, 0), (0, 0)) + tuple(tuple(p) for p in padding))
+def _pad0(x, pads, value=0):
+    """x zero- (or value-) padded by per-dim (before, after) pairs on its spatial dims: one write of x into
+    a fresh buffer (np.pad costs several times more for these small pads)."""
+    if not any(a or b for a, b in pads):
+        return x
+    shape = x.shape[:2] + tuple(n + a + b for n, (a, b) in zip(x.shape[2:], pads))
+    out = np.full(shape, value, dtype=x.dtype) if value else np.zeros(shape, dtype=x.dtype)
+    out[(slice(None), slice(None)) + tuple(slice(a, a + n) for n, (a, _) in zip(x.shape[2:], pads))] = x
+    return out
+
+
+def _columns(x, ks, stride, padding, dilation, groups):
+    """(cols (G, C/G * prod(ks), N * prod(out)), out): the im2col matrix of x, one copy of its windows;
+    rows are (channel, kernel offset), columns (batch, pixel)."""
+    x = _pad0(x, padding)
     N, C = x.shape[:2]
-    O, ks = w.shape[0], w.shape[2:]
     nd = len(ks)
     out = tuple((n - d * (k - 1) - 1) // s + 1 for n, k, s, d in zip(x.shape[2:], ks, stride, dilation))
-    G = groups
-    Cg, Og, Kp, P = C // G, O // G, math.prod(ks), math.prod(out)
     win = _windows(x, ks, stride, dilation, out)
-    # (C, *ks, N, *out): rows of the column matrix are (channel, kernel offset), columns (batch, pixel)
     cols = win.transpose((1,) + tuple(range(2 + nd, 2 + 2 * nd)) + (0,) + tuple(range(2, 2 + nd)))
-    cols = cols.reshape(G, Cg * Kp, N * P)
-    y = np.matmul(w.reshape(G, Og, Cg * Kp), cols)                       # (G, Og, N*P)
+    return cols.reshape(groups, C // groups * math.prod(ks), N * math.prod(out)), out
+
+
+def _pointwise(x, ks, stride, padding):
+    """x's strided samples when conv is a plain GEMM per batch item (1x1 kernel, no padding), else None."""
+    if any(k != 1 for k in ks) or any(a or b for a, b in padding):
+        return None
+    return x[(slice(None), slice(None)) + tuple(slice(None, None, s) for s in stride)]
+
+
+def conv(x, w, stride, padding, dilation, groups):
+    N, C = x.shape[:2]
+    O, ks = w.shape[0], w.shape[2:]
+    G = groups
+    Cg, Og = C // G, O // G
+    xs = _pointwise(x, ks, stride, padding)
+    if xs is not None:                      # 1x1: (Og, Cg) @ (Cg, P) per item, already in (N, O, P) order
+        out = xs.shape[2:]
+        y = np.matmul(w.reshape(G, Og, Cg), xs.reshape(N, G, Cg, math.prod(out)))
+        return y.reshape((N, O) + out)
+    cols, out = _columns(x, ks, stride, padding, dilation, G)
+    y = np.matmul(w.reshape(G, Og, -1), cols)                          # (G, Og, N*P)
     return np.ascontiguousarray(y.reshape((O, N) + out).swapaxes(0, 1))
+
+
+def conv_weight(x, gy, ks, stride, padding, dilation, groups):
+    """One GEMM per group: gy as (Og, N*P) times the transposed im2col matrix of x."""
+    N, C = x.shape[:2]
+    O, out = gy.shape[1], gy.shape[2:]
+    G = groups
+    Cg, Og, P = C // G, O // G, math.prod(out)
+    g = gy.reshape(N, G, Og, P).transpose(1, 2, 0, 3).reshape(G, Og, N * P)
+    xs = _pointwise(x, ks, stride, padding)
+    if xs is not None:
+        cols = xs.reshape(N, G, Cg, P).transpose(1, 2, 0, 3).reshape(G, Cg, N * P)
+    else:
+        cols, _ = _columns(x, ks, stride, padding, dilation, G)
+    # the product lands in gw's layout: transposing a (Cg*Kp, Og) result costs more than the GEMM
+    return np.matmul(g, cols.transpose(0, 2, 1)).reshape((O, Cg) + tuple(ks))     # (G, Og, Cg*Kp)
 
 
 def conv_transpose(x, w, stride, padding, dilation, groups, out_size, xp=np):
@@ -53,6 +101,11 @@ def conv_transpose(x, w, stride, padding, dilation, groups, out_size, xp=np):
     G = groups
     Cg, Og = C // G, w.shape[1]
     O, Kp, P = Og * G, math.prod(ks), math.prod(S)
+    # im2col copies C * prod(out_size) * Kp values where col2im accumulates O * P * Kp (slower per value);
+    # it also needs a permuted copy of w, which only pays when w is small next to the columns
+    Pout = math.prod(out_size)
+    if xp is np and all(s == 1 for s in stride) and Kp <= P and C * Pout <= 2 * O * P and 4 * Og <= N * Pout:
+        return _conv_transpose_as_conv(x, w, padding, dilation, groups, out_size)
     xm = x.reshape(N, G, Cg, P).transpose(1, 2, 0, 3).reshape(G, Cg, N * P)
     wm = w.reshape(G, Cg, Og * Kp).transpose(0, 2, 1)
     cols = xp.matmul(wm, xm).reshape((O,) + ks + (N,) + S)             # (O, *ks, N, *S)
@@ -76,6 +129,23 @@ def conv_transpose(x, w, stride, padding, dilation, groups, out_size, xp=np):
     return xp.ascontiguousarray(y.swapaxes(0, 1))
 
 
+def _conv_transpose_as_conv(x, w, padding, dilation, groups, out_size):
+    """Unit-stride conv_transpose as a conv of x, padded by d*(k-1) - padding (negative: cropped), with
+    the flipped, channel-swapped kernel: one im2col copy instead of a col2im accumulate per offset."""
+    C, Og, ks = w.shape[0], w.shape[1], tuple(w.shape[2:])
+    G, nd = groups, len(ks)
+    Cg = C // G
+    pads = tuple((d * (k - 1) - p, o + p - n)
+                 for d, k, p, o, n in zip(dilation, ks, padding, out_size, x.shape[2:]))
+    if any(lo < 0 or hi < 0 for lo, hi in pads):
+        x = x[(slice(None), slice(None)) + tuple(slice(max(-lo, 0), n + min(hi, 0))
+                                               for (lo, hi), n in zip(pads, x.shape[2:]))]
+        pads = tuple((max(lo, 0), max(hi, 0)) for lo, hi in pads)
+    flip = (slice(None),) * 3 + (slice(None, None, -1),) * nd
+    wc = w.reshape((G, Cg, Og) + ks).swapaxes(1, 2)[flip].reshape((G * Og, Cg) + ks)
+    return conv(x, wc, (1,) * nd, pads, dilation, G)
+
+
 def _max_pool_by_offsets(x, kernel, stride, padding, dilation, out_size):
     """Running max over one strided slice per kernel offset (no window copy). Padding holds the lowest
     value and a slot only wins when strictly greater (or NaN), starting from each window's
@@ -86,7 +156,7 @@ def _max_pool_by_offsets(x, kernel, stride, padding, dilation, out_size):
     floating = x.dtype.kind == "f"
     low = -np.inf if floating else (np.iinfo(x.dtype).min if x.dtype.kind in "iu" else 0)
     if any(padding) or any(hi):
-        x = np.pad(x, ((0, 0), (0, 0)) + tuple(zip(padding, hi)), constant_values=low)
+        x = _pad0(x, tuple(zip(padding, hi)), low)
     lead = (slice(None), slice(None))
     best = np.full(x.shape[:2] + tuple(out_size), low, dtype=x.dtype)
     # slot (row-major over the kernel) of each window's first in-range position
@@ -114,6 +184,41 @@ def _max_pool_by_offsets(x, kernel, stride, padding, dilation, out_size):
     return best, idx
 
 
+def _max_pool_tournament(x, kernel, stride, padding, dilation, out_size):
+    """Floating x: a pairwise tournament of the strided slices (one per kernel offset, row-major, the right
+    one winning only when strictly greater, so the first maximum wins) with int8 slots, about half the
+    passes of the running max. Padding holds -inf, so a finite winner is always inside the input; None
+    where a window's maximum is -inf or NaN (the running max applies torch's rules there)."""
+    S = x.shape[2:]
+    hi = tuple(max(0, (o - 1) * s + d * (k - 1) + 1 - n - p)
+               for o, s, d, k, n, p in zip(out_size, stride, dilation, kernel, S, padding))
+    x = _pad0(x, tuple(zip(padding, hi)), -np.inf)
+    lead = (slice(None), slice(None))
+    items = [(x[lead + tuple(slice(k * d, k * d + (o - 1) * s + 1, s)
+                             for k, d, o, s in zip(off, dilation, out_size, stride))], np.int8(j))
+             for j, off in enumerate(_offsets(kernel))]
+    while len(items) > 1:
+        nxt = []
+        for (va, sa), (vb, sb) in zip(items[0::2], items[1::2]):
+            take = vb > va
+            nxt.append((np.maximum(va, vb), sa + take * (sb - sa)))
+        if len(items) % 2:
+            nxt.append(items[-1])
+        items = nxt
+    best, slot = items[0]
+    if best.base is not None or not isinstance(slot, np.ndarray):      # a 1-slot kernel: a view of x
+        best = best.copy()
+        slot = np.zeros(best.shape, dtype=np.int8)
+    if not np.isfinite(best.min()) and (np.isnan(best).any() or (best == -np.inf).any()):
+        return None
+    start = np.zeros((), dtype=np.int64)
+    offs = np.zeros((), dtype=np.int64)
+    for o, s, d, k, n, p in zip(out_size, stride, dilation, kernel, S, padding):
+        start = np.add.outer(start * n, np.arange(o, dtype=np.int64) * s - p)
+        offs = np.add.outer(offs * n, np.arange(k, dtype=np.int64) * d)
+    return best, start + offs.reshape(-1)[slot]
+
+
 def _argmax(cols):
     """First maximum along the last axis, or the last NaN where there is one."""
     am = cols.argmax(axis=-1)
@@ -129,9 +234,13 @@ def max_pool(x, kernel, stride, padding, dilation, out_size):
     N, C = x.shape[:2]
     S = x.shape[2:]
     P, Kp = math.prod(out_size), math.prod(kernel)
-    if Kp <= 32:
-        return _max_pool_by_offsets(x, kernel, stride, padding, dilation, out_size)
     inside = all((o - 1) * s + d * (k - 1) + 1 <= n for o, s, d, k, n in zip(out_size, stride, dilation, kernel, S))
+    if Kp <= 32:
+        if x.dtype.kind == "f":
+            r = _max_pool_tournament(x, kernel, stride, padding, dilation, out_size)
+            if r is not None:
+                return r
+        return _max_pool_by_offsets(x, kernel, stride, padding, dilation, out_size)
     if not any(padding) and inside:
         cols = _windows(x, kernel, stride, dilation, out_size).reshape(N, C, P, Kp)
         am = _argmax(cols)
@@ -156,7 +265,7 @@ def avg_pool(x, kernel, stride, padding, out_size, count_include_pad, divisor_ov
     S = x.shape[2:]
     hi = tuple(max(0, (o - 1) * s + k - n - p) for o, s, k, n, p in zip(out_size, stride, kernel, S, padding))
     if any(padding) or any(hi):
-        x = np.pad(x, ((0, 0), (0, 0)) + tuple(zip(padding, hi)))
+        x = _pad0(x, tuple(zip(padding, hi)))
     lead = (slice(None), slice(None))
     acc = None
     for off in _offsets(kernel):
@@ -171,4 +280,5 @@ def avg_pool(x, kernel, stride, padding, out_size, count_include_pad, divisor_ov
 
 
 def build() -> dict:
-    return {"conv": conv, "conv_transpose": conv_transpose, "max_pool": max_pool, "avg_pool": avg_pool}
+    from .bfloat16 import in_float32        # bfloat16.build widens the other four; this one is new
+    return {"conv": conv, "conv_weight": in_float32(conv_weight), "conv_transpose": conv_transpose, "max_pool": max_pool, "avg_pool": avg_pool}

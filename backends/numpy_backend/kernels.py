@@ -352,6 +352,8 @@ def build() -> dict:
     k.update(transformer.build())
     from . import attention            # scaled_dot_product_attention forward and backward
     k.update(attention.build())
+    from . import loss                 # cross_entropy (class-index targets) forward and backward
+    k.update(loss.build())
     from . import bfloat16
     k.update(bfloat16.build(k))         # bfloat16 as PyTorch computes it; other dtypes pass through
     return k

@@ -47,9 +47,22 @@ def queue_callback(callback):
 def _collect(roots, want_parents):
     """Every node reachable from `roots`: how many edges point at each, and (if wanted) who
     points at it."""
-    deps = {n: 0 for n in roots}
-    parents = {} if want_parents else None
+    deps = dict.fromkeys(roots, 0)
     stack = list(deps)
+    if not want_parents:            # (backward(): the same walk without the parents' bookkeeping)
+        get = deps.get
+        while stack:
+            for e in stack.pop().edges:
+                if e is not None:
+                    child = e[0]
+                    d = get(child)
+                    if d is None:
+                        deps[child] = 1
+                        stack.append(child)
+                    else:
+                        deps[child] = d + 1
+        return deps, None
+    parents = {}
     while stack:
         node = stack.pop()
         for e in node.edges:
@@ -71,16 +84,15 @@ def _collect(roots, want_parents):
 
 
 def _check_saved(node):
-    saved = node.saved
-    if saved:
-        for t, v in zip(saved, node.versions):
-            if t._version != v:
-                raise RuntimeError(
-                    f"one of the variables needed for gradient computation has been modified by an "
-                    f"inplace operation: [{t._dtype.name} tensor of shape {list(t.shape)}], saved by "
-                    f"{node._name}, is at version {t._version}; expected version {v} instead. Hint: "
-                    f"an in-place operation after the forward pass changed a tensor that {node._name} "
-                    f"needs; use an out-of-place op (or .clone()) there.")
+    for t, v in zip(node.saved, node.versions):
+        tv = t._ver                     # (t._version without the property call: once per saved tensor)
+        if (0 if tv is None else tv[0]) != v:
+            raise RuntimeError(
+                f"one of the variables needed for gradient computation has been modified by an "
+                f"inplace operation: [{t._dtype.name} tensor of shape {list(t.shape)}], saved by "
+                f"{node._name}, is at version {t._version}; expected version {v} instead. Hint: "
+                f"an in-place operation after the forward pass changed a tensor that {node._name} "
+                f"needs; use an out-of-place op (or .clone()) there.")
 
 
 def _add(a, b):
@@ -88,17 +100,17 @@ def _add(a, b):
 
 
 def _root_grad(i, out, g):
-    from ..tensor import Tensor
     if not out._rg:
         raise RuntimeError(f"element {i} of tensors does not require grad and does not have a grad_fn")
     if g is None:
-        if out.numel() != 1:
+        if out._data.shape != () and out.numel() != 1:
             raise RuntimeError("grad can be implicitly created only for scalar outputs; pass "
                                f"gradient= with shape {list(out.shape)}")
         if out._dtype.category == 3:
             raise RuntimeError(f"grad can be implicitly created only for real scalar outputs but got "
                                f"{out._dtype!r}")
         return out._ones_like_nograd()
+    from ..tensor import Tensor
     if not isinstance(g, Tensor):
         g = out._new_like_data(g)
     if tuple(g.shape) != tuple(out.shape):
@@ -123,18 +135,27 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, targets=None
     With `targets` (a list of tensors) nothing is accumulated: only the nodes that lead to a
     target run, and the gradients arriving at the targets are returned (a tuple, None where a
     target was not reached; an error for that unless allow_unused)."""
-    roots, root_grads = [], []
-    for i, (out, g) in enumerate(zip(outputs, grad_outputs)):
-        root_grads.append(_root_grad(i, out, g))
-        roots.append(edge_of(out))
-
-    deps, parents = _collect([e[0] for e in roots], targets is not None)
-    buffers = {}
-    for (node, nr), g in zip(roots, root_grads):
-        buf = buffers.get(node)
-        if buf is None:
-            buf = buffers[node] = [None] * node.n_out
-        buf[nr] = _add(buf[nr], g)
+    if len(outputs) == 1:           # loss.backward(): one root, which is ready first (a DAG)
+        g = _root_grad(0, outputs[0], grad_outputs[0])
+        root, nr = edge_of(outputs[0])
+        deps, parents = _collect((root,), targets is not None)
+        buf = [None] * root.n_out
+        buf[nr] = g
+        buffers = {root: buf}
+        ready = [root]
+    else:
+        roots, root_grads = [], []
+        for i, (out, g) in enumerate(zip(outputs, grad_outputs)):
+            root_grads.append(_root_grad(i, out, g))
+            roots.append(edge_of(out))
+        deps, parents = _collect([e[0] for e in roots], targets is not None)
+        buffers = {}
+        for (node, nr), g in zip(roots, root_grads):
+            buf = buffers.get(node)
+            if buf is None:
+                buf = buffers[node] = [None] * node.n_out
+            buf[nr] = _add(buf[nr], g)
+        ready = [n for n in {id(n): n for n, _ in roots}.values() if deps[n] == 0]
 
     capture = needed = None
     if targets is not None:
@@ -152,7 +173,6 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, targets=None
     callbacks = []
     _final_callbacks.append(callbacks)
     try:
-        ready = [n for n in {id(n): n for n, _ in roots}.values() if deps[n] == 0]
         while ready:
             node = ready.pop()
             grads = buffers.pop(node, None)
@@ -179,12 +199,11 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, targets=None
                 if needed is None or node in needed:
                     in_grads = _run_node(node, grads, retain_graph)
             # one pass over the edges: hand gradients down, release children that are complete
-            for k, e in enumerate(node.edges):
-                if e is None:
-                    continue
-                child = e[0]
-                if in_grads is not None:
-                    g = in_grads[k]
+            if in_grads is not None:
+                for e, g in zip(node.edges, in_grads):      # (_run_node checked the lengths match)
+                    if e is None:
+                        continue
+                    child = e[0]
                     if g is not None:
                         buf = buffers.get(child)
                         if buf is None:
@@ -192,10 +211,18 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, targets=None
                         nr = e[1]
                         b = buf[nr]
                         buf[nr] = g if b is None else b + g
-                d = deps[child] - 1
-                deps[child] = d
-                if d == 0:
-                    ready.append(child)
+                    d = deps[child] - 1
+                    deps[child] = d
+                    if d == 0:
+                        ready.append(child)
+            else:
+                for e in node.edges:
+                    if e is not None:
+                        child = e[0]
+                        d = deps[child] - 1
+                        deps[child] = d
+                        if d == 0:
+                            ready.append(child)
         while callbacks:
             callbacks.pop(0)()
     finally:
@@ -321,7 +348,8 @@ def _exclusive(g):
 
 def _accumulate(var, g, create_graph):
     """Add gradient g into leaf (or `inputs=`) tensor var's `.grad`; hooks have already run."""
-    if tuple(g.shape) != tuple(var.shape):
+    gs, vs = g._data.shape, var._data.shape
+    if gs != vs and tuple(gs) != tuple(vs):
         raise RuntimeError(f"gradient of shape {list(g.shape)} does not match the shape "
                            f"{list(var.shape)} of the tensor it is accumulated into")
     gd = var._grad_dtype                # set to a dtype (not None, not the default marker): .grad has it
@@ -333,7 +361,8 @@ def _accumulate(var, g, create_graph):
         if create_graph:
             var._grad = g
         elif _exclusive(g):
-            var._grad = g.detach()      # nobody else can see this buffer: take it instead of copying
+            # nobody else can see this buffer: take it instead of copying (g itself when it has no history)
+            var._grad = g if not g._rg else g.detach()
         else:
             # a fresh tensor, so later in-place accumulation never writes into a user's tensor
             var._grad = g.detach()._clone_data()

@@ -17,6 +17,9 @@ from . import grad_mode
 _state = grad_mode.state
 
 
+_V0 = (0,)
+
+
 class Node:
     """A recorded op. `next_functions` mirrors PyTorch's: ((node, output_nr) | (None, 0), ...).
 
@@ -31,7 +34,13 @@ class Node:
         self.vjp = vjp
         self.edges = edges
         self.saved = saved
-        self.versions = tuple([0 if t._ver is None else t._ver[0] for t in saved]) if saved else ()
+        if not saved:
+            self.versions = ()
+        elif len(saved) == 1:           # the common case, without a comprehension (or a new tuple)
+            v = saved[0]._ver
+            self.versions = _V0 if v is None or v[0] == 0 else (v[0],)
+        else:
+            self.versions = tuple([0 if t._ver is None else t._ver[0] for t in saved])
         self.n_out = n_out
         self.out_meta = None
         self.tensor_hooks = None      # {output_nr: [hook(grad) -> grad | None]}
@@ -84,7 +93,10 @@ class AccumulateGrad(Node):
     __slots__ = ("_variable",)
 
     def __init__(self, variable):
-        super().__init__("AccumulateGrad", None, ())
+        # Node.__init__'s fields, set here: a leaf's sink is remade for every graph that reaches it
+        self._name, self.vjp, self.edges, self.saved, self.versions = "AccumulateGrad", None, (), (), ()
+        self.n_out, self.materialize = 1, True
+        self.out_meta = self.tensor_hooks = self.retain_hooks = self.hooks = self.pre_hooks = None
         self._variable = variable
 
     @property
@@ -150,7 +162,16 @@ def _edges(inputs):
 
 def record(name, out, inputs, vjp, saved=()):
     """Attach a node computing `vjp(grad_out) -> (grad per input)` to `out` (one output)."""
-    node = Node(name, vjp, _edges(inputs), saved)
+    if len(inputs) == 1:
+        t = inputs[0]
+        fn = t.grad_fn
+        # edge_of's answer for the commonest input, an op's output that is not a view, inline
+        edges = ((fn, t._out_nr),) if fn is not None and t._base is None and t._rg else (edge_of(t),)
+    elif len(inputs) == 2:
+        edges = (edge_of(inputs[0]), edge_of(inputs[1]))
+    else:
+        edges = tuple([edge_of(t) for t in inputs])
+    node = Node(name, vjp, edges, saved)
     out.grad_fn = node
     if out._out_nr:
         out._out_nr = 0

@@ -262,32 +262,19 @@ def _unary(name, fn, ctx):
 
 
 def _binary(name, fn, ctx):
-    # two closures, so the common (non-comparison) kernel reads no context attribute per call
-    if name in _BOOL_BINARY:
-        def checked(x, y, out=None):
-            r = fn(x, y) if out is None else fn(x, y, out=out)
-            c = x.__class__
-            try:
-                if c is y.__class__ and r.__class__ is c and r.dtype is ctx.bool_dt:
-                    s = r.shape
-                    if x.shape == s and y.shape == s:
-                        return r
-            except AttributeError:
-                pass
-            return _binary_slow(name, r, x, y, out, ctx, True)
-        return checked
+    boolean = name in _BOOL_BINARY
 
     def checked(x, y, out=None):
         r = fn(x, y) if out is None else fn(x, y, out=out)
         c = x.__class__
         try:
-            if c is y.__class__ and r.__class__ is c and r.dtype is x.dtype:
+            if c is y.__class__ and r.__class__ is c and r.dtype is (ctx.bool_dt if boolean else x.dtype):
                 s = r.shape
                 if x.shape == s and y.shape == s:
                     return r
         except AttributeError:
             pass
-        return _binary_slow(name, r, x, y, out, ctx, False)
+        return _binary_slow(name, r, x, y, out, ctx, boolean)
     return checked
 
 

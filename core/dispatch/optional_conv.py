@@ -3,14 +3,15 @@
 Each kernel named in OPTIONAL has a decomposition: a function of the same name here taking the
 kernel table K first. A backend may provide the kernel natively instead.
 
-Layout and conventions shared by the four kernels:
+Layout and conventions shared by the five kernels:
 - `x` is batched and channels-first: (N, C, *spatial) with 1, 2 or 3 (any number of) spatial dims;
 - per-dim arguments (`stride`, `dilation`, `kernel`, `padding`, `out_size`) are tuples of Python
   ints, one per spatial dim, already validated and resolved by the frontend (no 'same' strings,
   no zero strides, every output size >= 1, every pooling window touching the input);
 - results have x's dtype (max_pool's indices: int64) and are new arrays.
 
-The frontend owns every gradient: conv's backward is a conv_transpose and a conv, avg_pool's a
+The frontend owns every gradient: conv's backward is a conv_transpose and a conv_weight (itself a
+conv, so the recorded backward of create_graph differentiates again), avg_pool's a
 conv_transpose, max_pool's a scatter-add through the returned indices.
 
 The host-side helpers `avg_pool_divisor` and `max_pool_table` (NumPy, shapes only) are shared by
@@ -28,6 +29,10 @@ OPTIONAL: dict[str, str] = {
             "w (O, C/groups, *K); padding a tuple of (before, after) zero-padding pairs per spatial dim; "
             "y (N, O, *Out), Out = (S + before + after - dilation*(K-1) - 1) // stride + 1, "
             "y[n, g*Og+o, i] = sum_{c,k} xpad[n, g*Cg+c, i*stride + k*dilation] * w[g*Og+o, c, k]; no bias",
+    "conv_weight": "conv_weight(x, gy, ks, stride, padding, dilation, groups) -> gw: the gradient of "
+                   "conv(x, w, stride, padding, dilation, groups) wrt w (of spatial size ks) for the output "
+                   "gradient gy (N, O, *Out); gw (O, C/groups, *ks), gw[g*Og+o, c, k] = "
+                   "sum_{n,i} gy[n, g*Og+o, i] * xpad[n, g*Cg+c, i*stride + k*dilation]",
     "conv_transpose": "conv_transpose(x, w, stride, padding, dilation, groups, out_size) -> y: the adjoint "
                       "of conv. x (N, C, *S), w (C, O/groups, *K); full[n, g*Og+o, i*stride + k*dilation] "
                       "+= x[n, g*Cg+c, i] * w[g*Cg+c, o, k]; y (N, O, *out_size), y[..., j] = "
@@ -126,6 +131,32 @@ def conv(K, x, w, stride, padding, dilation, groups):
     cols = K["reshape"](_im2col(K, x, ks, stride, dilation, out), (N, G, Cg * Kp, P))
     y = K["matmul"](K["reshape"](w, (G, Og, Cg * Kp)), cols)        # (N, G, Og, P)
     return K["reshape"](y, (N, O) + out)
+
+
+def conv_weight(K, x, gy, ks, stride, padding, dilation, groups):
+    """A conv over x's channels as the batch, with gy as the kernel (stride and dilation swapped)."""
+    N, C = x.shape[:2]
+    S, M = tuple(x.shape[2:]), tuple(gy.shape[2:])
+    O, G, nd = gy.shape[1], groups, len(ks)
+    Cg, Og = C // G, O // G
+    # trim the trailing pad to what produces exactly `ks` outputs (extra input is never read)
+    pads = tuple((lo, (kk - 1) * d + (mi - 1) * s + 1 - n - lo)
+                 for (lo, _), kk, d, mi, s, n in zip(padding, ks, dilation, M, stride, S))
+    x, pads = _crop(K, x, pads)
+    S = tuple(x.shape[2:])
+    sp = tuple(range(3, 3 + nd))
+    xs = K["reshape"](K["permute"](K["reshape"](x, (N, G, Cg) + S), (2, 1, 0) + sp), (Cg, G * N) + S)
+    gs = K["reshape"](K["permute"](K["reshape"](gy, (N, G, Og) + M), (1, 2, 0) + sp), (G * Og, N) + M)
+    r = K["conv"](xs, gs, tuple(dilation), pads, tuple(stride), G)     # (Cg, O, *ks)
+    return K["copy"](K["permute"](r, (1, 0) + tuple(range(2, 2 + nd))))
+
+
+def _crop(K, x, pads):
+    """Negative trailing pads crop x; returns (x, non-negative pads)."""
+    if all(hi >= 0 for _, hi in pads):
+        return x, pads
+    key = (slice(None), slice(None)) + tuple(slice(0, n + min(hi, 0)) for n, (_, hi) in zip(x.shape[2:], pads))
+    return K["slice"](x, key), tuple((lo, max(hi, 0)) for lo, hi in pads)
 
 
 def conv_transpose(K, x, w, stride, padding, dilation, groups, out_size):

@@ -140,6 +140,19 @@ def prep_binary(a, b, float_result=False):
                 if float_result and dt.category < 2:
                     dt = _dt._default[0]
             return cast_data(a, dt), cast_data(b, dt), dt, a._k, a._dev, sa
+        cls = b.__class__
+        if cls is float or cls is int:
+            # a Python float or int with a floating tensor (or a float result): the common case,
+            # without the general scalar steps (same result as below)
+            dt = a._dtype
+            c = dt.category
+            if c >= 2 or float_result or cls is float:
+                if c < 2:
+                    dt = _dt._default[0]
+                    c = 2
+                return cast_data(a, dt), (float(b) if c == 2 else complex(b)), dt, a._k, a._dev, None
+            if c == 1 and dt.is_signed and dt.itemsize >= 4 and -2**31 <= b < 2**31:
+                return a._data, b, dt, a._k, a._dev, None       # an int that needs no wrapping
         if not is_scalar(b):
             raise TypeError(f"unsupported operand type: {type(b).__name__} (expected a Tensor or a number)")
         b = scalar_value(b)
@@ -148,6 +161,15 @@ def prep_binary(a, b, float_result=False):
             dt = _dt._default[0]
         return cast_data(a, dt), _scalar_as(b, dt), dt, a._k, a._dev, None
     t = b
+    cls = a.__class__
+    if cls is float or cls is int:
+        dt = t._dtype
+        c = dt.category
+        if c >= 2 or float_result or cls is float:
+            if c < 2:
+                dt = _dt._default[0]
+                c = 2
+            return (float(a) if c == 2 else complex(a)), cast_data(t, dt), dt, t._k, t._dev, None
     if not is_scalar(a):
         raise TypeError(f"unsupported operand type: {type(a).__name__} (expected a Tensor or a number)")
     a = scalar_value(a)
@@ -213,6 +235,8 @@ def sum_to(g, shape):
 
 def grad_for(g, t):
     """Gradient g shaped and typed for input t."""
+    if g._dtype is t._dtype and g._data.shape == t._data.shape:
+        return g                # the common case: nothing to reduce or cast
     g = sum_to(g, t._data.shape)
     if g._dtype is not t._dtype:
         g = cast_grad(g, t._dtype)

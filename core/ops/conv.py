@@ -4,7 +4,8 @@ Two private differentiable ops do the work, each the other's adjoint:
 `_conv` runs the backend's `conv` kernel, `_conv_t` its `conv_transpose` kernel (native, or the
 decomposition in `tensorplug.dispatch.optional_conv`). Their backward rules are written with
 these same ops (conv's input grad is a conv_transpose, its weight grad a conv of the input with
-the output grad as kernel), so gradients of any order work.
+the output grad as kernel), so gradients of any order work; a backward that is not itself recorded
+takes the weight grad from the `conv_weight` kernel instead (one GEMM natively).
 
     >>> x = tensorplug.ones(1, 1, 4, 4)
     >>> conv2d(x, tensorplug.ones(1, 1, 3, 3), padding=1)[0, 0, 0].tolist()
@@ -118,8 +119,14 @@ def _conv_t(x, w, stride, padding, dilation, groups, out_size):
 
 
 def _conv_wgrad(x, gy, ks, stride, pads, dilation, groups):
-    """Gradient of conv(x, w) wrt w for output gradient gy: itself a conv (of x's channels over
-    the batch, with gy as the kernel, stride and dilation swapped), so it differentiates again."""
+    """Gradient of conv(x, w) wrt w for output gradient gy. Outside a recorded backward, the backend's
+    `conv_weight` kernel (one GEMM natively); under create_graph, a conv of x's channels over the
+    batch with gy as the kernel (stride and dilation swapped), so it differentiates again."""
+    if not _gstate.enabled:
+        x, pads = _crop(x, pads)
+        k = x._k
+        return _make(k["conv_weight"](x._data, gy._data, tuple(ks), tuple(stride), pads, tuple(dilation), groups),
+                     x._dtype, k, x._dev)
     N, C = x.shape[:2]
     S, M = tuple(x.shape[2:]), tuple(gy.shape[2:])
     O, G, nd = gy.shape[1], groups, len(ks)

@@ -14,7 +14,7 @@ import numpy as np
 from .. import dtypes as _dt
 from ..amp.state import state as _amp
 from ..autograd import grad_mode
-from ._core import Tensor, _gstate, _make, broadcast_shapes, record
+from ._core import Tensor, _gstate, _make, broadcast_shapes, cast_data, record
 
 # -- reduction -----------------------------------------------------------------------------------------
 
@@ -203,10 +203,8 @@ def _nll_shapes(input, target):
     return input, target, False
 
 
-def _pick(input, target, weight, ignore_index):
-    """(-input[n, target[n], ...] * w, w): the per-element nll loss and its weight (0 where ignored).
-    input: (N, C, ...), target: (N, ...) int64."""
-    c = input.shape[1]
+def _check_bounds(target, c, ignore_index):
+    """Raise for a target outside [0, c) that isn't ignore_index; True when none is ignored."""
     # validate on one host copy of the (small) target: a single transfer instead of three syncs
     host = np.asarray(target._host()).reshape(-1)
     valid_host = host != ignore_index
@@ -215,6 +213,13 @@ def _pick(input, target, weight, ignore_index):
     if tv.size and (tv.min() < 0 or tv.max() >= c):
         bad = int(tv[(tv < 0) | (tv >= c)][0])
         raise IndexError(f"Target {bad} is out of bounds.")
+    return all_valid
+
+
+def _pick(input, target, weight, ignore_index):
+    """(-input[n, target[n], ...] * w, w): the per-element nll loss and its weight (0 where ignored).
+    input: (N, C, ...), target: (N, ...) int64."""
+    all_valid = _check_bounds(target, input.shape[1], ignore_index)
     if all_valid and weight is None:
         picked = input.gather(1, target.unsqueeze(1)).squeeze(1)
         ones = _make(input._k["full"](tuple(picked.shape), 1, input._dtype.name), input._dtype, input._k,
@@ -257,7 +262,8 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
                   reduction="mean", label_smoothing=0.0):
     """log_softmax over the class dim (1; 0 for a (C,) input) followed by nll_loss, or, when target
     has input's shape, the cross entropy with class probabilities -sum_c w_c p_c log q_c.
-    label_smoothing mixes the target with the uniform distribution."""
+    label_smoothing mixes the target with the uniform distribution. Floating input with class indices
+    runs the backend's fused cross_entropy_loss kernels (one autograd node, NllLossBackward0)."""
     if _amp.on:
         return _amp.run("cross_entropy", cross_entropy,
                         (input, target, weight, size_average, ignore_index, reduce, reduction,
@@ -272,6 +278,9 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
         raise ValueError(f"Expected 1 or more dimensions (got {input.ndim})")
     cdim = 0 if input.ndim == 1 else 1
     n_classes = input.shape[cdim]
+    if _fusable(input, target, weight):
+        return _cross_entropy_fused(input, _check_target_dtype(target), weight, ignore_index, reduction,
+                                    float(label_smoothing))
     logp = _float(input).log_softmax(cdim)
     wshape = [1] * input.ndim
     wshape[cdim] = n_classes
@@ -315,6 +324,83 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
             denom = (~ignore).to(inp.dtype).sum()
         ret = smooth.sum() / denom
     return (1 - label_smoothing) * nll + ret * (label_smoothing / n_classes)
+
+
+def _fusable(input, target, weight):
+    """The fused kernels take floating input with class-index targets (on input's backend) and a
+    constant weight; anything else keeps the log_softmax + nll_loss composition."""
+    return (input._dtype.category == 2 and tuple(input.shape) != tuple(target.shape) and input.numel() > 0
+            and target._k is input._k
+            and (weight is None or (isinstance(weight, Tensor) and weight._k is input._k
+                                    and not (weight._rg and _gstate.enabled))))
+
+
+def _cross_entropy_fused(input, target, weight, ignore_index, reduction, ls):
+    """The backend's `cross_entropy_loss` kernel on input as (M, C) rows (class dim last); one
+    autograd node whose backward is the fused `cross_entropy_loss_backward` kernel, or (create_graph)
+    the same formula in Tensor ops."""
+    _, tgt, squeeze = _nll_shapes(input, target)
+    c = input.shape[0] if input.ndim == 1 else input.shape[1]
+    weight = _check_class_weight(weight, c)
+    _check_bounds(tgt, c, ignore_index)
+    k, dt, dev = input._k, input._dtype, input._dev
+    shape = tuple(input.shape)
+    lead = (1,) if input.ndim == 1 else (shape[0],) + shape[2:]
+    m = input.numel() // c
+    perm = None if input.ndim <= 2 else (0,) + tuple(range(2, input.ndim)) + (1,)
+    xd = input._data if perm is None else k["permute"](input._data, perm)
+    xd = k["reshape"](xd, (m, c))
+    td = k["reshape"](tgt._data, (m,))
+    wd = None if weight is None else cast_data(weight, dt)
+    ld, lse, denom = k["cross_entropy_loss"](xd, td, wd, int(ignore_index), ls, reduction)
+    if reduction == "none":
+        ld = k["reshape"](ld, () if squeeze else lead)
+    out = _make(ld, dt, k, dev)
+    if not (input._rg and _gstate.enabled):
+        return out
+
+    def back_rows(dx):
+        """(M, C) rows back to input's layout."""
+        if perm is None:
+            return dx.reshape(shape)
+        return dx.reshape(lead + (c,)).permute(*np.argsort(perm).tolist())
+
+    def vjp(g):
+        if not _gstate.enabled:
+            gd = k["reshape"](cast_data(g, dt), (m,) if reduction == "none" else ())
+            dx = k["cross_entropy_loss_backward"](gd, xd, td, wd, lse, denom, int(ignore_index), ls, reduction)
+            # a fresh array in input's shape, so that the engine takes it as .grad without a copy
+            if perm is not None:
+                dx = k["copy"](k["permute"](k["reshape"](dx, lead + (c,)), tuple(np.argsort(perm).tolist())))
+            elif input.ndim == 1:
+                dx = k["reshape"](dx, shape)
+            return (_make(dx, dt, k, dev),)
+        return (back_rows(_ce_grad_tensor(g, input, perm, m, c, td, wd, denom, ignore_index, ls, reduction)),)
+    return record("NllLossBackward0", out, (input,), vjp, saved=(input,))
+
+
+def _ce_grad_tensor(g, input, perm, m, c, td, wd, denom, ignore_index, ls, reduction):
+    """cross_entropy_loss_backward's formula in Tensor ops (create_graph): differentiable in input and g."""
+    k, dt, dev = input._k, input._dtype, input._dev
+    x = (input if perm is None else input.permute(*perm)).reshape(m, c)
+    t = _make(td, _dt.int64, k, dev)
+    valid = t != ignore_index
+    safe = _where(valid, t, 0)
+    vf = valid.to(dt)
+    w = None if wd is None else _make(wd, dt, k, dev)
+    wt = vf if w is None else w[safe] * vf
+    gi = g.reshape(m) if reduction == "none" else g.reshape(1).expand(m)
+    if reduction == "mean":
+        gi = gi / _make(denom, dt, k, dev)
+    gi = _where(valid, gi, 0.0)
+    p = x.softmax(1)
+    from .creation import arange
+    onehot = (arange(c, device=input.device).reshape(1, c) == safe.reshape(m, 1)).to(dt)
+    dx = (p - onehot) * (gi * wt * (1.0 - ls)).reshape(m, 1)
+    if ls > 0:
+        sw = float(c) if w is None else w.sum()
+        dx = dx + (p * sw - (1.0 if w is None else w.reshape(1, c))) * (gi * vf * (ls / c)).reshape(m, 1)
+    return _where(valid.reshape(m, 1), dx, 0.0)
 
 
 def _legacy_name(dt):

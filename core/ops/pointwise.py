@@ -53,8 +53,7 @@ def add(input, other, *, alpha=1, out=None):
     except SparseOpError:                   # torch.add with a sparse COO operand (a zero-cost try)
         return _out(_sparse_ops().add(input, other), out)
     if _gstate.enabled and (_rg(input) or _rg(other)):
-        a, b = input, other
-        record("AddBackward0", r, _tensors(a, b), lambda g: _grads2(g, a, b, g, g))
+        _record_add(r, input, other)
     return _out(r, out)
 
 
@@ -72,8 +71,7 @@ def sub(input, other, *, alpha=1, out=None):
     except SparseOpError:
         return _out(_sparse_ops().sub(input, other), out)
     if _gstate.enabled and (_rg(input) or _rg(other)):
-        a, b = input, other
-        record("SubBackward0", r, _tensors(a, b), lambda g: _grads2(g, a, b, g, lambda: -g))
+        _record_sub(r, input, other)
     return _out(r, out)
 
 
@@ -87,9 +85,7 @@ def mul(input, other, *, out=None):
             raise
         return _out(r, out)
     if _gstate.enabled and (_rg(input) or _rg(other)):
-        a, b = input, other
-        record("MulBackward0", r, _tensors(a, b),
-               lambda g: _grads2(g, a, b, lambda: g * _cjs(b), lambda: g * _cjs(a)), saved=_tensors(a, b))
+        _record_mul(r, input, other)
     return _out(r, out)
 
 
@@ -103,10 +99,7 @@ def div(input, other, *, rounding_mode=None, out=None):
                 raise
             return _out(r, out)
         if _gstate.enabled and (_rg(input) or _rg(other)):
-            a, b = input, other
-            record("DivBackward0", r, _tensors(a, b),
-                   lambda g: _grads2(g, a, b, lambda: g / _cjs(b), lambda: -g * _cjs(a / (b * b))),
-                   saved=_tensors(a, b))
+            _record_div(r, input, other)
         return _out(r, out)
     if rounding_mode == "trunc":
         ad, bd, dt, k, dev, _ = prep_binary(input, other)
@@ -124,6 +117,49 @@ def div(input, other, *, rounding_mode=None, out=None):
         return floor_divide(input, other, out=out)
     raise ValueError(f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but found "
                      f"{rounding_mode!r}")
+
+
+# The four arithmetic ops' autograd records, shared by the functions above and the operators'
+# fast path (_fast_binary). A Tensor and a Python scalar get a vjp without _grads2's generic steps.
+def _record_add(r, a, b):
+    if a.__class__ is Tensor and b.__class__ is Tensor or isinstance(a, Tensor) and isinstance(b, Tensor):
+        record("AddBackward0", r, (a, b), lambda g: _grads2(g, a, b, g, g))
+    else:
+        t = a if isinstance(a, Tensor) else b
+        record("AddBackward0", r, (t,), lambda g: (grad_for(g, t),))
+
+
+def _record_sub(r, a, b):
+    if a.__class__ is Tensor and b.__class__ is Tensor or isinstance(a, Tensor) and isinstance(b, Tensor):
+        record("SubBackward0", r, (a, b), lambda g: _grads2(g, a, b, g, lambda: -g))
+    elif isinstance(a, Tensor):
+        record("SubBackward0", r, (a,), lambda g: (grad_for(g, a),))
+    else:
+        record("SubBackward0", r, (b,), lambda g: (grad_for(-g, b),))
+
+
+def _record_mul(r, a, b):
+    if a.__class__ is Tensor and b.__class__ is Tensor or isinstance(a, Tensor) and isinstance(b, Tensor):
+        def vjp(g):
+            return (grad_for(g * cj(b), a) if a._rg else None, grad_for(g * cj(a), b) if b._rg else None)
+        ins = (a, b)
+        record("MulBackward0", r, ins, vjp, saved=ins)
+    else:
+        t, s = (a, b) if isinstance(a, Tensor) else (b, a)
+        s = _cjs(s)
+        ins = (t,)
+        record("MulBackward0", r, ins, lambda g: (grad_for(g * s, t),), saved=ins)
+
+
+def _record_div(r, a, b):
+    if a.__class__ is Tensor and b.__class__ is Tensor or isinstance(a, Tensor) and isinstance(b, Tensor):
+        record("DivBackward0", r, (a, b),
+               lambda g: _grads2(g, a, b, lambda: g / _cjs(b), lambda: -g * _cjs(a / (b * b))), saved=(a, b))
+    elif isinstance(a, Tensor):
+        s = _cjs(b)
+        record("DivBackward0", r, (a,), lambda g: (grad_for(g / s, a),), saved=(a,))
+    else:
+        record("DivBackward0", r, (b,), lambda g: (grad_for(-g * _cjs(a / (b * b)), b),), saved=(b,))
 
 
 def _any_true(k, data) -> bool:
@@ -301,7 +337,9 @@ arctan2 = atan2
 
 
 def _tensors(a, b):
-    return tuple(x for x in (a, b) if isinstance(x, Tensor))
+    if isinstance(a, Tensor):
+        return (a, b) if isinstance(b, Tensor) else (a,)
+    return (b,) if isinstance(b, Tensor) else ()
 
 
 def _pair(a, b, ga, gb):
@@ -443,15 +481,20 @@ def _unary(kname, name, grad_rule=None, float_only=False, saves="x", zero_grad=F
                 raise no_bool[0](no_bool[1])
         r = _make(k[kname](data), dt if kname != "abs" or dt.category != 3 else dt.to_real(), k, input._dev)
         if input._rg and _gstate.enabled:
-            x = input
-            if zero_grad:
-                record(name, r, (x,), lambda g: (zeros_like_grad(x),))
-            elif saves == "y":
-                y = r
-                record(name, r, (x,), lambda g: (grad_rule(g, x, y),), saved=(r,))
-            else:
-                record(name, r, (x,), lambda g: (grad_rule(g, x, None),), saved=(x,))
+            record_unary(r, input)
         return _out(r, out)
+
+    # (a function of its own, so that op itself makes no closure cells when nothing is recorded)
+    if zero_grad:
+        def record_unary(r, x):
+            record(name, r, (x,), lambda g: (zeros_like_grad(x),))
+    elif saves == "y":
+        def record_unary(r, x):
+            record(name, r, (x,), lambda g: (grad_rule(g, x, r),), saved=(r,))
+    else:
+        def record_unary(r, x):
+            ins = (x,)
+            record(name, r, ins, lambda g: (grad_rule(g, x, None),), saved=ins)
     op.__name__ = kname
     return op
 
@@ -886,15 +929,19 @@ _new = object.__new__
 
 def _fast_binary(kname, slow, float_only=False, min_category=0, reflected=False):
     """The operator for `a <op> b` (or `b <op> a` when reflected). Same-dtype, same-device tensors
-    and Python scalars that keep the tensor's dtype, without autograd, skip every general step
-    (the common case in tight loops); everything else takes the full op."""
+    and Python scalars that keep the tensor's dtype skip every general step (the common case in
+    tight loops), recording the op's node directly when autograd needs it; everything else takes
+    the full op."""
+    rec = _RECORDERS[kname]
+    low = 2 if float_only else min_category
+
     def op(a, b):
         dt = a._dtype
-        if dt.category >= (2 if float_only else min_category) and not (_gstate.enabled and a._rg):
+        if dt.category >= low:
             cls = b.__class__
             k = a._k
             if cls is Tensor:
-                if dt is b._dtype and k is b._k and not (_gstate.enabled and b._rg):
+                if dt is b._dtype and k is b._k:
                     ad, bd = a._data, b._data
                     shape = ad.shape
                     if shape != bd.shape:
@@ -909,6 +956,11 @@ def _fast_binary(kname, slow, float_only=False, min_category=0, reflected=False)
                         data = check[kname](bd, ad, shape) if reflected else check[kname](ad, bd, shape)
                     t = _new(Tensor)
                     t._data, t._dtype, t._k, t._dev = data, dt, k, a._dev
+                    if (a._rg or b._rg) and _gstate.enabled:
+                        if reflected:
+                            rec(t, b, a)
+                        else:
+                            rec(t, a, b)
                     return t
             elif (cls is float and dt.category >= 2) or (cls is int and (dt.category >= 2 or (
                     dt.category == 1 and dt.itemsize >= 4 and -2**31 <= b < 2**31))) or (
@@ -922,12 +974,20 @@ def _fast_binary(kname, slow, float_only=False, min_category=0, reflected=False)
                         check[kname](a._data, b, None)
                 t = _new(Tensor)
                 t._data, t._dtype, t._k, t._dev = data, dt, k, a._dev
+                if a._rg and _gstate.enabled:
+                    if reflected:
+                        rec(t, b, a)
+                    else:
+                        rec(t, a, b)
                 return t
         if not _operand(b):
             return NotImplemented
         return slow(b, a) if reflected else slow(a, b)
     op.__name__ = f"__{'r' if reflected else ''}{kname}__"
     return op
+
+
+_RECORDERS = {"add": _record_add, "sub": _record_sub, "mul": _record_mul, "div": _record_div}
 
 
 def _autocast_rtruediv(op):

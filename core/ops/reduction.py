@@ -17,6 +17,7 @@ from ..amp.state import state as _amp
 from ..autograd import grad_mode
 from ._core import Tensor, _gstate, _make, cast_data, cast_grad, normalize_dims, record, wrap_dim
 from ._float32 import in_float32
+from .shape import make_view
 from .complex import cj, not_for_complex
 
 _INF = float("inf")
@@ -108,6 +109,10 @@ def _keep(t, shape, axes, keepdim):
 
 def _expand_grad(g, shape, axes, keepdim):
     if g._data.shape == ():
+        if shape and not _gstate.enabled:
+            # what g.expand(*shape) returns when nothing is recorded, without its argument checks
+            # (shape is an existing tensor's): a large part of a tiny backward pass otherwise
+            return make_view(g, g._k["broadcast_to"](g._data, shape), ("broadcast_to", (shape,)))
         return g.expand(*shape)         # a 0-d gradient expands to any shape directly
     return _keep(g, shape, axes, keepdim).expand(*shape)
 
@@ -234,13 +239,16 @@ def sum(input, dim=None, keepdim=_NO_KEEPDIM, *, dtype=None):
     data = input._data if dt is input._dtype else k["astype"](input._data, dt.name)
     r = _make(k["sum"](data, axes, keepdim), dt, k, input._dev)
     if input._rg and _gstate.enabled and dt.category >= 2:
-        x = input
-
-        def vjp(g):
-            g = _expand_grad(g, shape, axes, keepdim)
-            return (g if g._dtype is x._dtype else cast_grad(g, x._dtype),)
-        record("SumBackward1" if axes is not None else "SumBackward0", r, (x,), vjp)
+        _record_sum(r, input, shape, axes, keepdim)
     return r
+
+
+def _record_sum(r, x, shape, axes, keepdim):
+    # (its own function: sum itself then makes no closure cells, which a no-grad sum would pay for)
+    def vjp(g):
+        g = _expand_grad(g, shape, axes, keepdim)
+        return (g if g._dtype is x._dtype else cast_grad(g, x._dtype),)
+    record("SumBackward1" if axes is not None else "SumBackward0", r, (x,), vjp)
 
 
 def _mean_dtype(input, dtype):

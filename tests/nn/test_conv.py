@@ -12,7 +12,7 @@ import tensorplug.nn.functional as F
 from tensorplug.autograd import gradcheck, gradgradcheck
 from tensorplug.dispatch.decompositions import DECOMPOSITIONS
 
-CONV_KERNELS = ("conv", "conv_transpose", "max_pool", "avg_pool")
+CONV_KERNELS = ("conv", "conv_weight", "conv_transpose", "max_pool", "avg_pool")
 
 
 def f64(t):

@@ -16,5 +16,6 @@ from . import random_distributions  # noqa: F401,E402
 from . import transformer  # noqa: F401,E402
 from . import rnn  # noqa: F401,E402
 from . import attention  # noqa: F401,E402
+from . import loss_fused  # noqa: F401,E402
 
 __all__ = ["RECORDS", "OpRecord", "Sample", "A", "Raw", "ErrorCase", "register"]

@@ -1,5 +1,5 @@
 """Records of the optional kernels of the conv and norm families (tensorplug.dispatch.optional_conv,
-optional_norm): conv, conv_transpose, max_pool, avg_pool, batch_norm, embedding_bag. References are
+optional_norm): conv, conv_weight, conv_transpose, max_pool, avg_pool, batch_norm, embedding_bag. References are
 direct float64 loops over kernel offsets / windows / bags."""
 from __future__ import annotations
 
@@ -54,6 +54,46 @@ register(OpRecord("conv", "nn", FLOAT, _conv_samples, ref=conv_ref, tol=NN_TOL,
                   errors=[ErrorCase("conv1d with 3 input channels for a weight of 2",
                                     lambda T: _F().conv1d(T([[[1.0] * 5] * 3]), T([[[1.0, 1.0]] * 2])))],
                   doc="N-d cross-correlation with per-side zero padding, dilation and groups"))
+
+
+def conv_weight_ref(x, gy, ks, stride, padding, dilation, groups):
+    nd = x.ndim - 2
+    xp = np.pad(x, [(0, 0), (0, 0)] + [tuple(p) for p in padding])
+    C, O, out = x.shape[1], gy.shape[1], gy.shape[2:]
+    Cg, Og = C // groups, O // groups
+    gw = np.zeros((O, Cg) + tuple(ks))
+    for off in np.ndindex(*ks):
+        sl = tuple(slice(off[d] * dilation[d], off[d] * dilation[d] + (out[d] - 1) * stride[d] + 1, stride[d])
+                   for d in range(nd))
+        patch = xp[(slice(None), slice(None)) + sl]
+        for g in range(groups):
+            P = int(np.prod(out))
+            a = gy[:, g * Og:(g + 1) * Og].reshape(gy.shape[0], Og, P)
+            b = patch[:, g * Cg:(g + 1) * Cg].reshape(gy.shape[0], Cg, P)
+            gw[(slice(g * Og, (g + 1) * Og), slice(None)) + off] = np.einsum("nop,ncp->oc", a, b)
+    return gw
+
+
+def _conv_weight_samples(dt, rng):
+    v = lambda *s: values(rng, dt, s, -2, 2)  # noqa: E731
+    return [
+        Sample((A(v(2, 3, 7)), A(v(2, 4, 5)), (3,), (1,), ((0, 0),), (1,), 1), desc="1-d"),
+        Sample((A(v(1, 2, 8)), A(v(1, 2, 5)), (2,), (2,), ((1, 2),), (2,), 1),
+               desc="1-d, stride 2, padding (1, 2), dilation 2"),
+        Sample((A(v(2, 4, 5, 5)), A(v(2, 4, 5, 2)), (3, 3), (1, 2), ((1, 1), (0, 1)), (1, 1), 2),
+               desc="2-d, 2 groups"),
+        Sample((A(v(2, 4, 5, 5)), A(v(2, 6, 3, 3)), (1, 1), (2, 2), ((0, 0), (0, 0)), (1, 1), 2),
+               desc="2-d, 1x1 kernel, stride 2, 2 groups"),
+        Sample((A(v(1, 2, 4, 6), "T"), A(v(1, 3, 3, 4), "T"), (2, 3), (1, 1), ((0, 0), (0, 0)), (1, 1), 1),
+               desc="2-d, transposed x and gy"),
+        Sample((A(v(1, 2, 4, 4, 4)), A(v(1, 2, 2, 3, 4)), (2, 2, 2), (2, 1, 1), ((0, 0), (1, 0), (0, 1)),
+                (1, 2, 1), 2), desc="3-d, groups, dilation"),
+        Sample((A(v(0, 2, 5)), A(v(0, 3, 4)), (2,), (1,), ((0, 0),), (1,), 1), desc="empty batch"),
+    ]
+
+
+register(OpRecord("conv_weight", "nn", FLOAT, _conv_weight_samples, ref=conv_weight_ref, tol=NN_TOL,
+                  doc="the weight gradient of conv for an output gradient gy"))
 
 
 def conv_transpose_ref(x, w, stride, padding, dilation, groups, out_size):

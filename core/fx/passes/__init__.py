@@ -1,0 +1,1 @@
+"""Graph passes: `shape_prop` (tensor metadata of every node)."""
