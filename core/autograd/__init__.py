@@ -163,6 +163,6 @@ def __getattr__(name):
     if name in ("Function", "FunctionCtx", "once_differentiable", "function"):
         mod = importlib.import_module(f"{__name__}.function")
         return mod if name == "function" else getattr(mod, name)
-    if name == "functional":
-        return importlib.import_module(f"{__name__}.functional")
+    if name in ("functional", "profiler"):
+        return importlib.import_module(f"{__name__}.{name}")
     raise AttributeError(f"module 'tensorplug.autograd' has no attribute {name!r}")

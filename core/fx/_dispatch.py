@@ -67,6 +67,7 @@ def _root(fn):
 
 class Recorder:
     """A public tensorplug function that records a call_function node when given a Proxy."""
+    __fx_recorder__ = True          # tensorplug.save names it as the function it stands for
 
     def __init__(self, fn, qualname, public=None):
         self._slot = f"f{next(_slot_ids)}"

@@ -50,8 +50,18 @@ def _under(module, prefixes):
 
 
 def _same(a, b):
-    """a and b are one function, or wrappers of one (nn.functional wraps the ops for their errors)."""
-    return a is b or getattr(a, "__wrapped__", a) is getattr(b, "__wrapped__", b)
+    """a and b are one function, or wrappers of one (nn.functional wraps the ops for their errors;
+    tensorplug.fx's stand-ins wrap the public functions)."""
+    return a is b or _innermost(a) is _innermost(b)
+
+
+def _innermost(fn):
+    for _ in range(8):
+        inner = getattr(fn, "__wrapped__", None)
+        if inner is None or inner is fn:
+            break
+        fn = inner
+    return fn
 
 
 def export_name(obj, module, qualname):
@@ -199,6 +209,8 @@ class TorchPicklerMixin:
 
     def reducer_override(self, obj):
         cls = type(obj)
+        if getattr(cls, "__fx_recorder__", False):
+            return obj.__qualname__             # a global, named as the function it stands for
         if isinstance(obj, Tensor):
             return self._reduce_tensor(obj)
         if cls is _dt.dtype:

@@ -173,9 +173,10 @@ class _LayerBase(Module):
             setattr(self, f"dropout{i}", Dropout(dropout))
         if isinstance(activation, str):
             activation = _get_activation_fn(activation)
-        if activation is _act.relu or isinstance(activation, ReLU):
+        # == rather than `is`: tensorplug.fx's stand-ins for F.relu / F.gelu compare equal to them
+        if activation == _act.relu or isinstance(activation, ReLU):
             self.activation_relu_or_gelu = 1
-        elif activation is _act.gelu or isinstance(activation, GELU):
+        elif activation == _act.gelu or isinstance(activation, GELU):
             self.activation_relu_or_gelu = 2
         else:
             self.activation_relu_or_gelu = 0
