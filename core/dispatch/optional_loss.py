@@ -9,6 +9,8 @@ Tensor ops, so gradients of any order still hold.
 """
 from __future__ import annotations
 
+from .optional_transformer import _dt, in_float32
+
 OPTIONAL: dict[str, str] = {
     "cross_entropy_loss": (
         "cross_entropy_loss(x, target, weight, ignore_index, label_smoothing, reduction) -> (loss, lse, "
@@ -28,23 +30,9 @@ OPTIONAL: dict[str, str] = {
 }
 
 
-def _dt(x):
-    return x.dtype.name if hasattr(x.dtype, "name") else str(x.dtype)
-
-
 def _in_float32(fn):
-    """fn computed in float32 for float16 / bfloat16 x (argument 0 or 1), results rounded once."""
-    def run(K, *args):
-        pos = 1 if fn.__name__.endswith("backward") else 0
-        dt = _dt(args[pos])
-        if dt not in ("float16", "bfloat16"):
-            return fn(K, *args)
-        r = fn(K, *(K["astype"](a, "float32") if hasattr(a, "dtype") and _dt(a) == dt else a for a in args))
-        if isinstance(r, tuple):
-            return tuple(K["astype"](a, dt) for a in r)
-        return K["astype"](r, dt)
-    run.__name__ = fn.__name__
-    return run
+    """fn computed in float32 for float16 / bfloat16 x (argument 0, or 1 for the backward: grad comes first)."""
+    return in_float32(fn, 1 if fn.__name__.endswith("backward") else 0)
 
 
 def _rows(K, x, target, weight, ignore_index):

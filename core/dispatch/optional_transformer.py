@@ -46,11 +46,11 @@ def _dt(x):
     return x.dtype.name if hasattr(x.dtype, "name") else str(x.dtype)
 
 
-def _in_float32(fn):
-    """fn computed in float32 for float16 / bfloat16 arrays, results rounded once (PyTorch's kernels):
-    step-by-step rounding would cancel 1 + tanh(u) to 0 in the gelu tails."""
+def in_float32(fn, dtype_arg=0):
+    """fn computed in float32 for float16 / bfloat16 arrays (the dtype of argument `dtype_arg`), results
+    rounded once (PyTorch's kernels): step-by-step rounding would cancel 1 + tanh(u) to 0 in the gelu tails."""
     def run(K, *args):
-        dt = _dt(args[0])
+        dt = _dt(args[dtype_arg])
         if dt not in ("float16", "bfloat16"):
             return fn(K, *args)
         r = fn(K, *(K["astype"](a, "float32") if hasattr(a, "dtype") and _dt(a) == dt else a for a in args))
@@ -59,6 +59,9 @@ def _in_float32(fn):
         return K["astype"](r, dt)
     run.__name__ = fn.__name__
     return run
+
+
+_in_float32 = in_float32
 
 
 @_in_float32

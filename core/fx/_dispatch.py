@@ -14,6 +14,7 @@ scan per call of a public function.
 """
 from __future__ import annotations
 
+import inspect
 import itertools
 import types
 
@@ -57,12 +58,10 @@ def _proxy_in(args, kwargs):
 
 def _root(fn):
     """The innermost function of a `__wrapped__` chain (what equal Recorders share)."""
-    for _ in range(8):
-        inner = getattr(fn, "__wrapped__", None)
-        if inner is None or inner is fn:
-            break
-        fn = inner
-    return fn
+    try:
+        return inspect.unwrap(fn)
+    except ValueError:                      # a __wrapped__ cycle
+        return fn
 
 
 class Recorder:

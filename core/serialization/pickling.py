@@ -16,6 +16,7 @@ sharing it after a load, in tensorplug and in PyTorch.
 from __future__ import annotations
 
 import importlib
+import inspect
 import pickle
 import types
 from collections import OrderedDict
@@ -52,16 +53,14 @@ def _under(module, prefixes):
 def _same(a, b):
     """a and b are one function, or wrappers of one (nn.functional wraps the ops for their errors;
     tensorplug.fx's stand-ins wrap the public functions)."""
-    return a is b or _innermost(a) is _innermost(b)
+    return a is b or _unwrap(a) is _unwrap(b)
 
 
-def _innermost(fn):
-    for _ in range(8):
-        inner = getattr(fn, "__wrapped__", None)
-        if inner is None or inner is fn:
-            break
-        fn = inner
-    return fn
+def _unwrap(fn):
+    try:
+        return inspect.unwrap(fn)
+    except ValueError:                      # a __wrapped__ cycle
+        return fn
 
 
 def export_name(obj, module, qualname):
