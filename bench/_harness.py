@@ -244,3 +244,18 @@ def check_close(name: str, a, b, rtol=1e-3, atol=1e-4):
     if not np.allclose(a, b, rtol=rtol, atol=atol):
         raise AssertionError(f"{name}: the floor does not compute the same values (max abs diff {err:.3g})")
     print(f"check: {name} agree (max abs diff {err:.2g})")
+
+
+def report_fused(rows, repeat: int, target_s: float, args, *, floor_name: str, composition_name: str):
+    """Time and report rows of (workload, fused fn, floor fn, torch fn or None, composition fn): the fused
+    kernel next to its floor, to the Tensor-op composition it replaced, and to PyTorch (timed apart, after)."""
+    times = [compare({"tensorplug": a, "floor": fl, "composition": c}, repeat, target_s) for _, a, fl, _, c in rows]
+    for t, row in zip(times, rows):
+        if row[3] is not None:
+            t["torch"] = compare({"torch": row[3]()}, repeat, target_s)["torch"]
+    for t, (workload, *_) in zip(times, rows):
+        extra = {f"composition ({composition_name})": fmt(t["composition"]),
+                 "fused / composition": f"{t['tensorplug'] / t['composition']:.2f}"}
+        if t.get("torch"):
+            extra["composition / torch"] = f"{t['composition'] / t['torch']:.2f}"
+        result(workload, t["tensorplug"], t["floor"], floor_name=floor_name, torch=t.get("torch"), args=args, **extra)

@@ -97,18 +97,7 @@ def main(argv=None):
             rows.append((f"sdpa {label} {shape} dropout 0.2 forward + backward", dfb,
                          lambda x=arrays: numpy_attention(*x, True),
                          (lambda x=arrays: fns(torch, x, dropout=0.2)[1]) if torch is not None else None, dcfb))
-    times = [H.compare({"tensorplug": a, "floor": fl, "composition": c}, repeat, target) for _, a, fl, _, c in rows]
-    if torch is not None:
-        for t, row in zip(times, rows):
-            t["torch"] = H.compare({"torch": row[3]()}, repeat, target)["torch"]
-    for t, (workload, *_) in zip(times, rows):
-        extra = {"composition (before the fused kernels)": H.fmt(t["composition"]),
-                 "fused / composition": f"{t['tensorplug'] / t['composition']:.2f}"}
-        if t.get("torch"):
-            extra["composition / torch"] = f"{t['composition'] / t['torch']:.2f}"
-        H.result(workload, t["tensorplug"], t["floor"], floor_name="NumPy attention (no dropout)",
-                 torch=t.get("torch"), args=args, **extra)
-
+    H.report_fused(rows, repeat, target, args, floor_name="NumPy attention (no dropout)", composition_name="before the fused kernels")
 
 if __name__ == "__main__":
     main()

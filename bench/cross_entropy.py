@@ -83,18 +83,7 @@ def main(argv=None):
         rows.append((f"cross_entropy {label} {n}x{c} forward + backward", f,
                      lambda x=x, t=t: numpy_cross_entropy(x, t),
                      (lambda x=x, t=t: fns(torch, x, t)) if torch is not None else None, fns(tp, x, t, True)))
-    times = [H.compare({"tensorplug": a, "floor": fl, "composition": c}, repeat, target) for _, a, fl, _, c in rows]
-    if torch is not None:
-        for t, row in zip(times, rows):
-            t["torch"] = H.compare({"torch": row[3]()}, repeat, target)["torch"]
-    for t, (workload, *_) in zip(times, rows):
-        extra = {"composition (log_softmax + nll_loss)": H.fmt(t["composition"]),
-                 "fused / composition": f"{t['tensorplug'] / t['composition']:.2f}"}
-        if t.get("torch"):
-            extra["composition / torch"] = f"{t['composition'] / t['torch']:.2f}"
-        H.result(workload, t["tensorplug"], t["floor"], floor_name="NumPy cross-entropy and gradient",
-                 torch=t.get("torch"), args=args, **extra)
-
+    H.report_fused(rows, repeat, target, args, floor_name="NumPy cross-entropy and gradient", composition_name="log_softmax + nll_loss")
 
 if __name__ == "__main__":
     main()

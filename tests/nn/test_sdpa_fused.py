@@ -13,6 +13,7 @@ from tensorplug import nn
 from tensorplug.autograd import gradcheck, gradgradcheck
 from tensorplug.backends.numpy_backend import attention as native
 from tensorplug.dispatch import optional_attention
+from tensorplug.testing.conformance.opdb.attention import _weights
 
 NODE = "ScaledDotProductFlashAttentionForCpuBackward0"
 
@@ -24,16 +25,7 @@ def rand(*shape, seed=0, dtype=np.float64):
 def ref(q, k, v, g, mask=None, causal=False, scale=None, drop=None):
     """float64 output and q/k/v gradients of sum(out * g); drop: the keep multiplier (0 or 1/(1-p))."""
     scale = 1 / np.sqrt(q.shape[-1]) if scale is None else scale
-    s = q @ np.swapaxes(k, -1, -2) * scale
-    L, S = s.shape[-2:]
-    if causal:
-        s = np.where(np.tril(np.ones((L, S), bool)), s, -np.inf)
-    if mask is not None:
-        s = np.where(mask, s, -np.inf) if mask.dtype == bool else s + mask
-    top = s.max(-1, keepdims=True)
-    dead = top == -np.inf
-    e = np.exp(s - np.where(dead, 0, top))
-    w = np.where(dead, 0, e / np.where(dead, 1, e.sum(-1, keepdims=True)))
+    w = _weights(q, k, mask, causal, scale)[0]           # the conformance record's float64 softmax weights
     d = 1.0 if drop is None else drop
     out = (w * d) @ v
     dv = np.swapaxes(w * d, -1, -2) @ g
