@@ -5,13 +5,21 @@ For float32 messages from 4 B to 64 MiB (2 ranks by default) it times
   over 4 MiB go in 4 MiB pieces, as the MPI notes advise);
 * raw: `comm.Allreduce(a, b)` (mpi4py's buffer API, separate send and receive buffers);
 * raw in-place: `comm.Allreduce(MPI.IN_PLACE, a)`,
-and reports the ratio tensorplug / raw per size and the difference in microseconds. Times are
+and reports the ratio tensorplug / raw per size and the difference in microseconds. With
+`--checks` it also times the costs of the safety checks (docs/distributed-failures.md):
+* tp no size check: dist.all_reduce without the backend's size agreement check (one all-reduce of
+  two integers per blocking collective, so that ranks passing different sizes get a clear error);
+* tp DETAIL: with TENSORPLUG_DISTRIBUTED_DEBUG=DETAIL's fingerprint check (one small all-gather);
+* tp debug-off test: the `if _dbg.on` test that every collective pays when DETAIL is off, timed
+  alone in one process (ns per call).
+Times are
 medians over trials (each trial: a barrier, then a loop of calls long enough to time); the methods
 alternate trial by trial. A benchmark reports numbers; it asserts nothing.
 
     python bench/allreduce.py [--ranks 2] [--max-mib 64] [--trials 15]   # starts its own ranks
     tensorplug run -n 2 bench/allreduce.py                               # the same
     python bench/allreduce.py --quick                                    # 4 B to 64 KiB, few trials
+    python bench/allreduce.py --checks                                   # + the checks' costs
 
 Rank 0 also prints one `RESULT {json}` line per size in bench/_harness.py's format (floor: the raw
 Allreduce; goal: ratio <= 1.1 from 256 KiB, and tensorplug <= raw + 20 us below).
@@ -74,8 +82,31 @@ def record(nbytes, med, quick):
            "floor_name": "raw mpi4py Allreduce", "ratio": ratio, "goal": goal, "verdict": verdict,
            "torch": None, "tensorplug_vs_torch": None, "torch_vs_floor": None, "quick": quick,
            "note": "goal: within 10% of raw" if big else "goal: within 20 us of raw",
-           "extra": {"raw_in_place": med["raw_ip"]}}
+           "extra": {"raw_in_place": med["raw_ip"],
+                     **({"tp_no_size_check": med["tp_nocheck"], "tp_detail": med["tp_detail"]}
+                        if "tp_detail" in med else {})}}
     print("RESULT " + json.dumps(rec), flush=True)
+
+
+def debug_off_test_ns(n=1_000_000):
+    """ns per call of the debug-off test in collectives.py (`if _dbg.on:`), less an empty loop."""
+    from tensorplug.distributed import collectives
+    dbg = collectives._dbg
+
+    def with_test():
+        for _ in range(n):
+            if dbg.on:
+                pass
+
+    def empty():
+        for _ in range(n):
+            pass
+    best = {}
+    for fn in (with_test, empty) * 3:
+        t0 = time.perf_counter()
+        fn()
+        best[fn] = min(best.get(fn, 1e9), time.perf_counter() - t0)
+    return max(0.0, best[with_test] - best[empty]) / n * 1e9
 
 
 def main(argv=None):
@@ -85,6 +116,7 @@ def main(argv=None):
     parser.add_argument("--trials", type=int, default=15)
     parser.add_argument("--min-trial-s", type=float, default=0.004, help="length of one timed loop")
     parser.add_argument("--quick", action="store_true", help="4 B to 64 KiB, 3 short trials (numbers meaningless)")
+    parser.add_argument("--checks", action="store_true", help="also time without the size check and with DETAIL")
     args = parser.parse_args(argv)
     if args.quick:
         args.max_mib, args.trials, args.min_trial_s = 0, 3, 0.0005
@@ -97,6 +129,15 @@ def main(argv=None):
     from mpi4py import MPI
     comm = MPI.COMM_WORLD
     rank, world = comm.rank, comm.size
+    from tensorplug.backends.mpi_dist import backend as mpi_backend
+    dist.set_debug_level("OFF")
+
+    def setting(size_check, level):
+        def apply():
+            mpi_backend.CHECK_SIZES = size_check
+            dist.set_debug_level(level)
+        return apply
+    plain = setting(True, "OFF")
 
     def timed(fn, reps):
         comm.Barrier()
@@ -109,8 +150,9 @@ def main(argv=None):
     if rank == 0:
         print(f"all_reduce (sum, float32), {world} ranks, {MPI.Get_library_version().splitlines()[0].strip()}; "
               f"median of {args.trials} trials")
+        extra = f"  {'tp no size check':>16}  {'tp DETAIL':>10}" if args.checks else ""
         print(f"{'size':>8}  {'tensorplug':>10}  {'raw':>10}  {'raw in-place':>12}  {'tp/raw':>6}  "
-              f"{'tp/in-place':>11}  {'tp-raw':>9}")
+              f"{'tp/in-place':>11}  {'tp-raw':>9}{extra}")
     rows = []
     for nbytes in sizes((args.max_mib << 20) or (64 << 10)):
         a = np.zeros(max(1, nbytes // 4), np.float32)
@@ -121,22 +163,31 @@ def main(argv=None):
             "raw": lambda: comm.Allreduce(a, b, MPI.SUM),
             "raw_ip": lambda: comm.Allreduce(MPI.IN_PLACE, a, MPI.SUM),
         }
+        setup = dict.fromkeys(methods, plain)
+        if args.checks:
+            methods["tp_nocheck"] = methods["tp_detail"] = methods["tp"]
+            setup["tp_nocheck"] = setting(False, "OFF")
+            setup["tp_detail"] = setting(True, "DETAIL")
         # calibrate the loop length on the raw call
         est = timed(methods["raw"], 3)
         reps = max(1, min(20000, int(args.min_trial_s / max(est, 1e-7))))
         reps = comm.bcast(reps, root=0)
-        for fn in methods.values():
+        for k, fn in methods.items():
+            setup[k]()
             timed(fn, reps)                               # warm up
         times = {k: [] for k in methods}
         for _ in range(args.trials):
             for k, fn in methods.items():
+                setup[k]()
                 times[k].append(timed(fn, reps))
+        plain()
         med = {k: statistics.median(v) for k, v in times.items()}
         rows.append((nbytes, med))
         if rank == 0:
             print(f"{fmt_bytes(nbytes):>8}  {fmt_time(med['tp']):>10}  {fmt_time(med['raw']):>10}  "
                   f"{fmt_time(med['raw_ip']):>12}  {med['tp'] / med['raw']:6.2f}  "
-                  f"{med['tp'] / med['raw_ip']:11.2f}  {(med['tp'] - med['raw']) * 1e6:+8.1f}us")
+                  f"{med['tp'] / med['raw_ip']:11.2f}  {(med['tp'] - med['raw']) * 1e6:+8.1f}us"
+                  + (f"  {fmt_time(med['tp_nocheck']):>16}  {fmt_time(med['tp_detail']):>10}" if args.checks else ""))
     if rank == 0:
         big = [m["tp"] / m["raw"] for n, m in rows if n >= 256 << 10]
         small = [(m["tp"] - m["raw"]) * 1e6 for n, m in rows if n < 256 << 10]
@@ -144,6 +195,8 @@ def main(argv=None):
         worst_small = f"{max(small):+.1f} us" if small else "n/a"
         print(f"goal: tensorplug within 10% of raw for >= 256 KiB (worst ratio {worst_big}); "
               f"within 20 us for small messages (worst {worst_small})")
+        if args.checks:
+            print(f"debug off: the `if _dbg.on` test every collective pays: {debug_off_test_ns():.0f} ns per call")
         for nbytes, med in rows:
             record(nbytes, med, args.quick)
     dist.destroy_process_group()

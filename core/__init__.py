@@ -41,6 +41,7 @@ _LAZY_MODULES += ("onnx",)
 _LAZY_MODULES += ("distributions", "multiprocessing", "sparse", "vision")
 _LAZY_MODULES += ("fx",)
 _LAZY_MODULES += ("profiler",)
+_LAZY_MODULES += ("futures",)
 # global settings of the first lines of a script, each loading its module on first use: name -> module
 _LAZY_FUNCTIONS = {
     **dict.fromkeys(("set_default_device", "get_default_device"), "device"),

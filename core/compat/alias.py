@@ -78,6 +78,11 @@ class AliasFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         alias_spec = module.__spec__
         module.__spec__ = alias_spec.loader_state
 
+    def get_code(self, fullname):
+        """runpy (`python -m torch.X`) runs the code of the tensorplug module the name stands for."""
+        real = resolve(fullname)
+        return importlib.util.find_spec(real).loader.get_code(real)
+
     def __repr__(self):
         return f"<tensorplug alias finder {', '.join(f'{a} -> {t}' for a, t in ALIASES.items())}>"
 

@@ -264,7 +264,8 @@ class CommunicationBackend:
     device_type = "-"
     # the interface each collective follows is described in backends/mpi_dist/backend.py
     COLLECTIVES = ("send", "recv", "isend", "irecv", "all_reduce", "broadcast", "reduce",
-                   "all_gather", "all_gather_into", "gather", "scatter", "reduce_scatter", "barrier")
+                   "all_gather", "all_gather_into", "gather", "scatter", "reduce_scatter", "barrier",
+                   "all_to_all", "all_to_all_single")
 
     def is_available(self) -> tuple[bool, str]:
         return True, ""

@@ -9,8 +9,10 @@ after `work.wait()`. A process that is not a member of `group` does nothing and 
 from __future__ import annotations
 
 from ..tensor import Tensor, _make
+from . import debug as _debug
 from .process_group import _world, resolve
-from .reduce_op import ReduceOp, as_reduce_op
+from .node import check_device_ids
+from .reduce_op import ReduceOp, as_reduce_op, premul
 from .work import Work
 
 __all__ = ["send", "recv", "isend", "irecv", "all_reduce", "broadcast", "reduce", "all_gather",
@@ -18,6 +20,7 @@ __all__ = ["send", "recv", "isend", "irecv", "all_reduce", "broadcast", "reduce"
            "barrier"]
 
 _SUM = ReduceOp.SUM
+_dbg = _debug.state      # `_dbg.on`: DETAIL checks (or the level is not read yet); see debug.py
 
 
 def _check(t, what="tensor"):
@@ -124,12 +127,15 @@ def all_reduce(tensor, op=_SUM, group=None, async_op=False):
     if op is _SUM and tensor._dtype.name != "bool":
         name, avg = "sum", False
     else:
+        op, _ = premul(op, tensor, out=tensor._data)     # PREMUL_SUM: scale in place, then sum
         name, avg = _op_name(op, tensor)
+    if _dbg.on:
+        _debug.check(pg, "all_reduce", tensor)
     tensor._bump_version()
     req = pg.backend.all_reduce(tensor._data, name, pg.handle, async_op)
     post = _divider(tensor, pg.handle.size) if avg else None
     if async_op:
-        return Work(req, post, pg)
+        return Work(req, post, pg, [tensor])
     if post is not None:
         post()
     return None
@@ -142,9 +148,11 @@ def broadcast(tensor, src, group=None, async_op=False):
         return None
     _check(tensor)
     root = pg.group_rank(src, "source rank")
+    if _dbg.on:
+        _debug.check(pg, "broadcast", tensor, src)
     tensor._bump_version()
     req = pg.backend.broadcast(tensor._data, root, pg.handle, async_op)
-    return Work(req, None, pg) if async_op else None
+    return Work(req, None, pg, [tensor]) if async_op else None
 
 
 def reduce(tensor, dst, op=_SUM, group=None, async_op=False):
@@ -154,13 +162,16 @@ def reduce(tensor, dst, op=_SUM, group=None, async_op=False):
     if pg is None:
         return None
     _check(tensor)
-    name, avg = _op_name(op, tensor)
     root = pg.group_rank(dst, "destination rank")
+    op, scaled = premul(op, tensor, out=tensor._data if root == pg.handle.rank else None)
+    name, avg = _op_name(op, tensor)
+    if _dbg.on:
+        _debug.check(pg, "reduce", tensor, dst)
     tensor._bump_version()
-    req = pg.backend.reduce(tensor._data, root, name, pg.handle, async_op)
+    req = pg.backend.reduce(tensor._data if scaled is None else scaled, root, name, pg.handle, async_op)
     post = _divider(tensor, pg.handle.size) if avg and root == pg.handle.rank else None
     if async_op:
-        return Work(req, post, pg)
+        return Work(req, post, pg, [tensor])
     if post is not None:
         post()
     return None
@@ -173,10 +184,12 @@ def all_gather(tensor_list, tensor, group=None, async_op=False):
         return None
     _check(tensor)
     _check_list(tensor_list, tensor, pg.handle.size, "tensor_list")
+    if _dbg.on:
+        _debug.check(pg, "all_gather", tensor)
     for t in tensor_list:
         t._bump_version()
     req = pg.backend.all_gather([t._data for t in tensor_list], tensor._data, pg.handle, async_op)
-    return Work(req, None, pg) if async_op else None
+    return Work(req, None, pg, list(tensor_list)) if async_op else None
 
 
 def all_gather_into_tensor(output_tensor, input_tensor, group=None, async_op=False):
@@ -193,9 +206,11 @@ def all_gather_into_tensor(output_tensor, input_tensor, group=None, async_op=Fal
     if output_tensor.numel() != input_tensor.numel() * pg.handle.size:
         raise RuntimeError(f"output_tensor must have world size ({pg.handle.size}) times the elements of "
                            f"input_tensor ({input_tensor.numel()}), got {output_tensor.numel()}")
+    if _dbg.on:
+        _debug.check(pg, "all_gather_into_tensor", input_tensor)
     output_tensor._bump_version()
     req = pg.backend.all_gather_into(output_tensor._data, input_tensor._data, pg.handle, async_op)
-    return Work(req, None, pg) if async_op else None
+    return Work(req, None, pg, [output_tensor]) if async_op else None
 
 
 def _root_list(pg, tensors, tensor, root, op, role):
@@ -221,6 +236,8 @@ def gather(tensor, gather_list=None, dst=0, group=None, async_op=False):
     _check(tensor)
     root = pg.group_rank(dst, "destination rank")
     outs = _root_list(pg, gather_list, tensor, root, "gather", "destination")
+    if _dbg.on:
+        _debug.check(pg, "gather", tensor, dst)
     if outs is not None:
         for t in outs:
             t._bump_version()
@@ -238,11 +255,13 @@ def scatter(tensor, scatter_list=None, src=0, group=None, async_op=False):
     _check(tensor)
     root = pg.group_rank(src, "source rank")
     ins = _root_list(pg, scatter_list, tensor, root, "scatter", "source")
+    if _dbg.on:
+        _debug.check(pg, "scatter", tensor, src)
     if ins is not None:
         ins = [t._data for t in ins]
     tensor._bump_version()
     req = pg.backend.scatter(tensor._data, ins, root, pg.handle, async_op)
-    return Work(req, None, pg) if async_op else None
+    return Work(req, None, pg, [tensor]) if async_op else None
 
 
 def reduce_scatter(output, input_list, op=_SUM, group=None, async_op=False):
@@ -253,12 +272,15 @@ def reduce_scatter(output, input_list, op=_SUM, group=None, async_op=False):
         return None
     _check(output, "output")
     _check_list(input_list, output, pg.handle.size, "input_list")
+    op, scaled = premul(op, list(input_list))       # PREMUL_SUM: scaled copies of the inputs, then sum
     name, avg = _op_name(op, output)
+    if _dbg.on:
+        _debug.check(pg, "reduce_scatter", output)
     output._bump_version()
-    req = pg.backend.reduce_scatter(output._data, [t._data for t in input_list], name, pg.handle, async_op)
+    req = pg.backend.reduce_scatter(output._data, scaled or [t._data for t in input_list], name, pg.handle, async_op)
     post = _divider(output, pg.handle.size) if avg else None
     if async_op:
-        return Work(req, post, pg)
+        return Work(req, post, pg, [output])
     if post is not None:
         post()
     return None
@@ -282,10 +304,14 @@ def reduce_scatter_tensor(output, input, op=_SUM, group=None, async_op=False):
     return reduce_scatter(output, pieces, op, pg, async_op)
 
 
-def barrier(group=None, async_op=False):
-    """Wait until every process of the group has entered the barrier."""
+def barrier(group=None, async_op=False, device_ids=None):
+    """Wait until every process of the group has entered the barrier (`device_ids`: a list of
+    device indices, accepted as in PyTorch; they change nothing here)."""
+    check_device_ids(device_ids)
     pg = _group(group)
     if pg is None:
         return None
+    if _dbg.on:
+        _debug.check(pg, "barrier")
     req = pg.backend.barrier(pg.handle, async_op)
     return Work(req, None, pg) if async_op else None

@@ -71,7 +71,9 @@ def test_dry_run_passes_script_arguments_through(tmp_path):
     assert r.output.split() == [exe, "-n", "3", sys.executable, "-m", "tensorplug.cli.rank_output", str(script),
                                 "--epochs", "2", "-n", "9", "--help"]
     r = runner.invoke(app, ["run", "-n", "2", "--mpiexec", exe, "--dry-run", "--no-prefix", str(script)])
-    assert r.exit_code == 0 and r.output.split() == [exe, "-n", "2", sys.executable, "-m", "mpi4py", str(script)]
+    # --no-prefix: the same runner (it sets RANK, WORLD_SIZE, ...), the output not redirected
+    assert r.exit_code == 0 and r.output.split() == [exe, "-n", "2", sys.executable, "-m",
+                                                     "tensorplug.cli.rank_output", str(script)]
 
 
 def test_open_mpi_gets_root_and_oversubscribe_flags(tmp_path, monkeypatch):

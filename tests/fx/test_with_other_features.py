@@ -5,6 +5,8 @@ import io
 import pickletools
 import zipfile
 
+import numpy as np
+
 import tensorplug as tp
 import tensorplug.nn.functional as F
 from tensorplug import nn
@@ -39,3 +41,14 @@ def test_save_names_functions_by_pytorch_path():
     assert back["act"](tp.tensor([-1.0, 2.0])).tolist() == [0.0, 2.0]
     assert back["add"](tp.tensor([1.0]), tp.tensor([2.0])).tolist() == [3.0]
     assert back["layer"].activation_relu_or_gelu == 1
+
+
+def test_sync_batchnorm_is_one_leaf_module():
+    """fx keeps SyncBatchNorm as one call_module, and the traced module gives the module's result."""
+    m = nn.Sequential(nn.Conv2d(1, 2, 1), nn.SyncBatchNorm(2)).eval()
+    with tp.no_grad():
+        m[1].running_mean.copy_(tp.tensor([0.5, -0.5]))
+    gm = tp.fx.symbolic_trace(m)
+    assert [n.target for n in gm.graph.nodes if n.op == "call_module"] == ["0", "1"]
+    x = tp.randn(2, 1, 3, 3)
+    np.testing.assert_array_equal(gm(x).detach().numpy(), m(x).detach().numpy())

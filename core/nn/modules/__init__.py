@@ -13,3 +13,5 @@ for _f in _FILES:
 del _f, _m
 # PyTorch's file names for layers written elsewhere (they give the classes PyTorch's pickle paths)
 from . import batchnorm, channelshuffle, flatten, fold, instancenorm  # noqa: E402,F401
+from .batchnorm import SyncBatchNorm  # noqa: E402,F401
+__all__.append("SyncBatchNorm")

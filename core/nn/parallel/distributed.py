@@ -15,8 +15,14 @@ that every rank has the same parameter shapes). During backward, gradients are a
 buckets (`bucket_cap_mb`, default 25) by non-blocking all-reduces started from gradient hooks;
 `backward()` returns only when they are done and `.grad` holds the average over the ranks (see
 `reducer.py`). `no_sync()` skips the reduction (gradients accumulate locally) for the backward of a
-forward run inside it. Buffers (e.g. batch-norm statistics) are broadcast from rank 0 before each
-forward when `broadcast_buffers` is true.
+forward run inside it. Buffers (e.g. batch-norm statistics) are broadcast from rank 0 at the start
+of a forward when `broadcast_buffers` is true - as in PyTorch, only when the forward before it ran
+with grad mode on and outside no_sync() (`require_forward_param_sync`): the first forward after a
+no_sync() or no_grad() forward keeps each rank's own buffers.
+
+`register_comm_hook(state, hook)` replaces the bucket all-reduce (see
+tensorplug.distributed.algorithms.ddp_comm_hooks); `join()` trains on uneven inputs (see
+tensorplug.distributed.algorithms.join).
 """
 from __future__ import annotations
 
@@ -44,9 +50,11 @@ class DistributedDataParallel(Module):
     """Wraps `module` (see the module docstring). `device_ids`, `output_device`, `dim`,
     `gradient_as_bucket_view` and `static_graph` are accepted for compatibility.
 
-    find_unused_parameters: trace the graph after each forward so that buckets holding parameters
-    the loss does not depend on can start without waiting for the end of backward (without it,
-    such parameters are still handled, at the end of backward)."""
+    find_unused_parameters: trace the graph after each forward, so that parameters the loss does
+    not depend on count as ready (their buckets start without them). Without it every parameter
+    must get a gradient in every synchronized backward: one that got none makes the next forward
+    raise RuntimeError ("Expected to have finished reduction in the prior iteration ..."), on every
+    rank; TORCH_DISTRIBUTED_DEBUG=INFO (or DETAIL) has the error name the parameters."""
 
     def __init__(self, module, device_ids=None, output_device=None, dim=0, broadcast_buffers=True,
                  process_group=None, bucket_cap_mb=None, find_unused_parameters=False,
@@ -80,7 +88,11 @@ class DistributedDataParallel(Module):
         if init_sync:
             named = {id(t): (n, t) for n, t in [*module.named_parameters(), *module.named_buffers()]}
             self._broadcast_coalesced([t for _, t in sorted(named.values(), key=lambda nt: nt[0])])
-        self.reducer = Reducer(params, pg, self.bucket_bytes_cap)
+        names = {id(p): n for n, p in module.named_parameters()}
+        self.reducer = Reducer(params, pg, self.bucket_bytes_cap, [names[id(p)] for p in params],
+                               find_unused_parameters)
+        self._join_config = _disabled_join_config()
+        self._divide_by_initial_world_size = True
 
     # -- wrap time ----------------------------------------------------------------------------------
     def _verify_same_model(self, module):
@@ -98,12 +110,12 @@ class DistributedDataParallel(Module):
                                "dtypes or requires_grad) differ between ranks; every rank must build the "
                                f"same model (this rank: {len(list(module.parameters()))} parameters)")
 
-    def _broadcast_coalesced(self, tensors):
-        """Broadcast `tensors` from the group's rank 0, packed into flat buffers per dtype."""
+    def _broadcast_coalesced(self, tensors, src_group_rank=0):
+        """Broadcast `tensors` from group rank `src_group_rank`, packed into flat buffers per dtype."""
         pg = self.process_group
         if pg.size() == 1 or not tensors:
             return
-        me_src = pg.rank() == 0
+        me_src = pg.rank() == src_group_rank
         groups = {}
         for t in tensors:
             groups.setdefault((t._dtype, id(t._k)), []).append(t)
@@ -112,13 +124,13 @@ class DistributedDataParallel(Module):
             for t in ts:
                 nb = t.numel() * t._dtype.itemsize
                 if chunk and size + nb > _BROADCAST_BYTES:
-                    self._broadcast_flat(chunk, me_src)
+                    self._broadcast_flat(chunk, me_src, src_group_rank)
                     chunk, size = [], 0
                 chunk.append(t)
                 size += nb
-            self._broadcast_flat(chunk, me_src)
+            self._broadcast_flat(chunk, me_src, src_group_rank)
 
-    def _broadcast_flat(self, chunk, me_src):
+    def _broadcast_flat(self, chunk, me_src, src):
         if not chunk:
             return
         pg = self.process_group
@@ -128,7 +140,7 @@ class DistributedDataParallel(Module):
             flat = k["concat"]([k["reshape"](t._data, (t.numel(),)) for t in chunk], 0)
         else:
             flat = k["full"]((n,), 0, chunk[0]._dtype.name)
-        pg.backend.broadcast(flat, 0, pg.handle)
+        pg.backend.broadcast(flat, src, pg.handle)
         if me_src:
             return
         off = 0
@@ -140,19 +152,90 @@ class DistributedDataParallel(Module):
 
     # -- training -------------------------------------------------------------------------------------
     def forward(self, *inputs, **kwargs):
-        if self.broadcast_buffers and self.require_forward_param_sync and self.process_group.size() > 1:
-            bufs = [b for _, b in self.module.named_buffers()]
-            if bufs:
-                t0 = time.perf_counter()
-                self._broadcast_coalesced(bufs)
-                self.buffer_sync_time += time.perf_counter() - t0
         reducer = self.reducer
-        if grad_mode.state.enabled:
+        grad_on = grad_mode.state.enabled
+        if grad_on:
             reducer.prepare(self.require_backward_grad_sync)
+        joining = self._join_config.enable
+        if joining:
+            count = _join().Join.notify_join_context(self)
+            if count is not None:
+                active = int(count.result()[0].item())
+                reducer.div_factor = (self.process_group.size() if self._divide_by_initial_world_size
+                                      else active)
+        if self._will_sync_buffers():
+            self._sync_buffers(self._find_common_rank(True) if joining else 0)
+        if joining:
+            # (PyTorch sends require_backward_grad_sync alone; a no-grad forward then hangs the joined
+            # ranks in a backward that never comes)
+            self._global_requires_backward_grad_sync(grad_on and self.require_backward_grad_sync)
         out = self.module(*inputs, **kwargs)
-        if reducer.armed and self.find_unused_parameters and grad_mode.state.enabled:
-            reducer.mark_unused(_reachable_leaves(out))
+        if grad_on and self.require_backward_grad_sync:
+            self.require_forward_param_sync = True
+            if reducer.armed and self.find_unused_parameters:
+                reducer.mark_unused(_reachable_leaves(out))
+        else:
+            self.require_forward_param_sync = False
         return out
+
+    def _will_sync_buffers(self):
+        return (self.broadcast_buffers and self.require_forward_param_sync and self.process_group.size() > 1
+                and any(True for _ in self.module.buffers()))
+
+    def _sync_buffers(self, src_group_rank):
+        t0 = time.perf_counter()
+        self._broadcast_coalesced([b for _, b in self.module.named_buffers()], src_group_rank)
+        self.buffer_sync_time += time.perf_counter() - t0
+
+    def _find_common_rank(self, candidate):
+        """The highest group rank among the ranks that pass candidate=True (one all-reduce)."""
+        from ...ops.creation import tensor
+        pg = self.process_group
+        t = tensor([pg.rank() if candidate else -1], dtype=_int64())
+        _dist().all_reduce(t, _dist().ReduceOp.MAX, pg)
+        rank = int(t.item())
+        if rank < 0:
+            raise RuntimeError("DistributedDataParallel join: no rank is left to take the model from")
+        return rank
+
+    def _global_requires_backward_grad_sync(self, mine):
+        """Whether any rank still training will reduce gradients in this iteration (one all-reduce)."""
+        from ...ops.creation import tensor
+        t = tensor([1 if mine else 0], dtype=_int64())
+        _dist().all_reduce(t, group=self.process_group)
+        return bool(t.item())
+
+    # -- communication hooks --------------------------------------------------------------------------
+    def register_comm_hook(self, state, hook):
+        """Reduce each gradient bucket with `hook(state, bucket)` instead of the built-in all-reduce:
+        `bucket` is a tensorplug.distributed.GradBucket; the hook returns a tensorplug.futures.Future
+        whose value is the bucket's reduced flat tensor (copied into .grad as it is: the hook does
+        the averaging). Registered once, on every rank."""
+        if not callable(hook):
+            raise TypeError("Communication hook must be callable.")
+        if self.reducer.comm_hook is not None:
+            raise RuntimeError("register_comm_hook or register_builtin_comm_hook can only be called once.")
+        self.reducer.comm_hook = (state, hook)
+
+    # -- uneven inputs ----------------------------------------------------------------------------------
+    def join(self, divide_by_initial_world_size=True, enable=True, throw_on_early_termination=False):
+        """Context manager for uneven inputs: `Join([self], ...)` (see
+        tensorplug.distributed.algorithms.join). A rank out of batches shadows the others'
+        all-reduces with zero gradients; divide_by_initial_world_size: divide the summed gradients by
+        the world size (True) or by the number of ranks still training in that iteration (False)."""
+        return _join().Join([self], enable, throw_on_early_termination,
+                            divide_by_initial_world_size=divide_by_initial_world_size)
+
+    def join_hook(self, **kwargs):
+        return _DDPJoinHook(self, kwargs.get("divide_by_initial_world_size", True))
+
+    @property
+    def join_device(self):
+        return next(iter(self.module.parameters())).device
+
+    @property
+    def join_process_group(self):
+        return self.process_group
 
     @contextlib.contextmanager
     def no_sync(self):
@@ -176,6 +259,41 @@ class DistributedDataParallel(Module):
 
     def extra_repr(self):
         return f"world_size={self.process_group.size()}, bucket_cap_mb={self.bucket_bytes_cap / 2**20:g}"
+
+
+class _DDPJoinHook:
+    """DDP on a rank that has joined: per iteration of the others, the buffer broadcast (when they
+    do one), the "will you reduce" all-reduce and, when they reduce, the bucket all-reduces on
+    zeros; at the end every rank takes the parameters and buffers of the last rank to join."""
+
+    def __init__(self, ddp, divide_by_initial_world_size):
+        self.ddp = ddp
+        ddp._divide_by_initial_world_size = divide_by_initial_world_size
+
+    def main_hook(self):
+        ddp = self.ddp
+        if ddp._will_sync_buffers():
+            ddp._sync_buffers(ddp._find_common_rank(False))
+        sync = ddp._global_requires_backward_grad_sync(False)
+        ddp.require_forward_param_sync = sync
+        if sync:
+            ddp.reducer.shadow_backward()
+
+    def post_hook(self, is_last_joiner):
+        ddp = self.ddp
+        src = ddp._find_common_rank(is_last_joiner)
+        named = {id(t): (n, t) for n, t in [*ddp.module.named_parameters(), *ddp.module.named_buffers()]}
+        ddp._broadcast_coalesced([t for _, t in sorted(named.values(), key=lambda nt: nt[0])], src)
+        ddp.reducer.div_factor = ddp.process_group.size()
+
+
+def _join():
+    from ...distributed.algorithms import join
+    return join
+
+
+def _disabled_join_config():
+    return _join()._JoinConfig.disabled()
 
 
 def _int64():

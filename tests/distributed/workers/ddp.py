@@ -127,7 +127,34 @@ C.run("ddp.equivalence_sgd_momentum", equivalence)
 C.run("ddp.equivalence_float64", equivalence, torch.float64, None, 1e-12)
 C.run("ddp.small_buckets_start_during_backward", equivalence, None, 0.0005, 2e-6, 0.9, False, False, 1, True)
 C.run("ddp.one_bucket_per_parameter", equivalence, None, 1e-9)
-C.run("ddp.unused_parameters", equivalence, None, 0.0005, 2e-6, 0.9, True)
+
+
+def unused_parameters_raise_at_next_forward():
+    """find_unused_parameters=False, a parameter without gradient (`never` everywhere, `side` off
+    rank 0): the backward completes on every rank, the next forward raises PyTorch's error on
+    every rank, naming this rank's parameter indices; the group is left usable."""
+    X, Y = data(1)
+    ddp = DDP(build(MLP, 7, extra=True), bucket_cap_mb=0.0005)
+    names = [n for n, _ in ddp.module.named_parameters()]
+    ((ddp(shard(X, 0), R == 0) - shard(Y, 0)) ** 2).mean().backward()
+    try:
+        ddp(shard(X, 1), R == 0)
+    except RuntimeError as e:
+        msg = str(e)
+    else:
+        raise AssertionError("a parameter without gradient did not make the next forward raise")
+    assert msg.startswith("Expected to have finished reduction in the prior iteration before starting a new "
+                          "one. This error indicates that your module has parameters that were not used in "
+                          "producing loss."), msg
+    missing = ["never"] + ([] if R == 0 else ["side.weight", "side.bias"])
+    want = " ".join(str(i) for i in sorted(names.index(n) for n in missing))
+    assert f"Parameter indices which did not receive grad for rank {R}: {want}" in msg, msg
+    t = torch.ones(1)
+    dist.all_reduce(t)
+    assert t.item() == N
+
+
+C.run("ddp.unused_parameters", unused_parameters_raise_at_next_forward)
 C.run("ddp.find_unused_parameters", equivalence, None, 0.0005, 2e-6, 0.9, True, True, 1, True)
 C.run("ddp.no_sync_accumulation", equivalence, None, None, 2e-6, 0.9, False, False, 3)
 
