@@ -33,7 +33,7 @@ def test_uncaught_exception_aborts_the_job(n):
 def test_uncaught_exception_aborts_without_mpi4py_runner():
     """Plain `mpiexec -n 2 python script.py`: tensorplug.distributed's excepthook aborts the job."""
     cmd = [_launch.mpiexec_path(), "-n", "2", sys.executable, WORKER, "raise"]
-    j = _launch.run(cmd, timeout=40, env=FAST)
+    j = _launch.run_retrying(cmd, timeout=40, env=FAST)
     _check(j, 2)
     assert "uncaught exception on rank 1; aborting the job" in j.stderr, j.describe()
     assert "Traceback" in j.stderr and "ValueError: rank 1 fails on purpose" in j.stderr, j.describe()
