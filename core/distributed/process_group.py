@@ -508,13 +508,13 @@ def _install_abort_hook(backend, rank):
 
     def abort_on_uncaught(etype, value, tb):
         try:
-            from . import health
-            health.record_exit(f"exited with code 1 (uncaught {etype.__name__})")
             sys.stderr.write(f"tensorplug.distributed: uncaught exception on rank {rank}; "
                              f"aborting the job\n")
             prev(etype, value, tb)
             sys.stderr.flush()
             sys.stdout.flush()
+            from . import health        # after the traceback is out: the others end the job on seeing it
+            health.record_exit(f"exited with code 1 (uncaught {etype.__name__})")
         finally:
             backend.abort(1)
 

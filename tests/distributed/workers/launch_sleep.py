@@ -20,6 +20,8 @@ if "init" in sys.argv[1:]:
     assert _common.dist.get_world_size() == int(os.environ["WORLD_SIZE"])
 rank = int(os.environ["RANK"])
 print(f"ready {rank}", flush=True)
+if "init" in sys.argv[1:]:
+    _common.dist.barrier()          # every rank has printed before one of them fails
 if len(args) > 1 and int(args[0]) == rank:
     time.sleep(1.0)
     if args[1] == "raise":
