@@ -41,6 +41,36 @@ import time
 _LAUNCHED = ("PMI_RANK", "PMI_SIZE", "OMPI_COMM_WORLD_RANK", "MPI_LOCALRANKID", "PMIX_RANK")
 
 
+def _mlp_ddp(torch, nn, ddp_class, args):
+    """The benchmark's MLP wrapped in `ddp_class` and its SGD optimizer, built the same way by either
+    framework (`torch` is tensorplug or PyTorch)."""
+    torch.manual_seed(0)
+    dims = [args.inputs, *args.hidden]
+    layers = []
+    for a, b in zip(dims, dims[1:]):
+        layers += [nn.Linear(a, b), nn.ReLU()]
+    layers.append(nn.Linear(dims[-1], args.classes))
+    model = ddp_class(nn.Sequential(*layers), bucket_cap_mb=args.bucket_cap_mb)
+    return model, torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+
+
+def _timed_steps(dist, F, model, opt, x, y, args, wait_time=lambda: 0.0):
+    """(step seconds, seconds waiting for communication) per timed step, each step after a barrier."""
+    steps, waits = [], []
+    for i in range(args.warmup + args.steps):
+        w0 = wait_time()
+        dist.barrier()
+        t0 = time.perf_counter()
+        opt.zero_grad()
+        F.cross_entropy(model(x), y).backward()
+        opt.step()
+        t1 = time.perf_counter()
+        if i >= args.warmup:
+            steps.append(t1 - t0)
+            waits.append(wait_time() - w0)
+    return steps, waits
+
+
 def worker(args):
     import numpy as np
 
@@ -52,34 +82,15 @@ def worker(args):
 
     dist.init_process_group("mpi")
     rank, world = dist.get_rank(), dist.get_world_size()
-    torch.manual_seed(0)
-    dims = [args.inputs, *args.hidden]
-    layers = []
-    for a, b in zip(dims, dims[1:]):
-        layers += [nn.Linear(a, b), nn.ReLU()]
-    layers.append(nn.Linear(dims[-1], args.classes))
-    model = DistributedDataParallel(nn.Sequential(*layers), bucket_cap_mb=args.bucket_cap_mb)
-    opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+    model, opt = _mlp_ddp(torch, nn, DistributedDataParallel, args)
     rng = np.random.default_rng(rank)
     x = torch.from_numpy(rng.standard_normal((args.batch, args.inputs)).astype(np.float32))
     y = torch.from_numpy(rng.integers(0, args.classes, args.batch))
-    steps, waits = [], []
-    for i in range(args.warmup + args.steps):
-        w0 = model.reducer.wait_time
-        dist.barrier()
-        t0 = time.perf_counter()
-        opt.zero_grad()
-        F.cross_entropy(model(x), y).backward()
-        opt.step()
-        t1 = time.perf_counter()
-        if i >= args.warmup:
-            steps.append(t1 - t0)
-            waits.append(model.reducer.wait_time - w0)
+    steps, waits = _timed_steps(dist, F, model, opt, x, y, args, wait_time=lambda: model.reducer.wait_time)
     stats = model.comm_stats()
     mine = {"step": statistics.median(steps), "wait": statistics.median(waits),
             "params": sum(p.numel() for p in model.parameters()), "buckets": stats["buckets"],
             "early": stats["buckets_started_during_backward"] / max(1, stats["reductions"])}
-    outs = [None] * world
     from mpi4py import MPI
     outs = MPI.COMM_WORLD.gather(mine, root=0)
     if rank == 0:
@@ -100,27 +111,11 @@ def torch_worker(args):
     torch.set_num_threads(1)
     dist.init_process_group("gloo", init_method="env://")
     rank, world = dist.get_rank(), dist.get_world_size()
-    torch.manual_seed(0)
-    dims = [args.inputs, *args.hidden]
-    layers = []
-    for a, b in zip(dims, dims[1:]):
-        layers += [nn.Linear(a, b), nn.ReLU()]
-    layers.append(nn.Linear(dims[-1], args.classes))
-    model = DistributedDataParallel(nn.Sequential(*layers), bucket_cap_mb=args.bucket_cap_mb)
-    opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+    model, opt = _mlp_ddp(torch, nn, DistributedDataParallel, args)
     g = torch.Generator().manual_seed(rank)
     x = torch.randn(args.batch, args.inputs, generator=g)
     y = torch.randint(0, args.classes, (args.batch,), generator=g)
-    steps = []
-    for i in range(args.warmup + args.steps):
-        dist.barrier()
-        t0 = time.perf_counter()
-        opt.zero_grad()
-        F.cross_entropy(model(x), y).backward()
-        opt.step()
-        t1 = time.perf_counter()
-        if i >= args.warmup:
-            steps.append(t1 - t0)
+    steps, _ = _timed_steps(dist, F, model, opt, x, y, args)
     outs = [None] * world
     dist.all_gather_object(outs, statistics.median(steps))
     if rank == 0:

@@ -144,3 +144,35 @@ def run_ranks(n, worker, *args, timeout=60, env=None):
     script = worker if os.path.isabs(worker) else os.path.join(WORKERS, worker)
     cmd = [mpiexec_path(), "-n", str(n), sys.executable, "-m", "mpi4py", script, *map(str, args)]
     return run_retrying(cmd, timeout, env=env)
+
+
+class WorkerJobs:
+    """One `run_ranks(n, worker)` job per world size, run once and shared by a test module's tests; the
+    worker reports named checks (workers/_common.Checks)."""
+
+    def __init__(self, worker, timeout=90):
+        self.worker, self.timeout, self._jobs = worker, timeout, {}
+
+    def __call__(self, n):
+        if n not in self._jobs:
+            self._jobs[n] = run_ranks(n, self.worker, timeout=self.timeout)
+        return self._jobs[n]
+
+    def checks(self, n):
+        """{check name: [None | error text per rank]} of the n-rank job."""
+        j = self(n)
+        assert j.result["size"] == n, j.describe()
+        return j.result["checks"]
+
+    def assert_passed(self, n, name):
+        """`name` ran on all n ranks without error."""
+        errors = self.checks(n).get(name)
+        assert errors is not None, f"{name} did not run\n{self(n).describe()}"
+        bad = [(r, e) for r, e in enumerate(errors) if e]
+        assert not bad, "\n".join(f"rank {r}: {e}" for r, e in bad)
+
+    def family(self, n, family):
+        """The checks named `family.*`, asserting that some ran."""
+        checks = {k: v for k, v in self.checks(n).items() if k.split(".")[0] == family}
+        assert checks, f"no {family} checks ran\n{self(n).describe()}"
+        return checks

@@ -11,26 +11,14 @@ CHECKS = ["equivalence_sgd_momentum", "equivalence_float64", "small_buckets_star
           "no_sync_accumulation", "mixed_dtypes", "buffers_broadcast_from_rank0",
           "model_mismatch_raises_everywhere", "state_dict_and_unwrapped_backward",
           "seed_sampler_set_epoch_loop", "large_chunked_buckets"]
-_jobs = {}
-
-
-def job(n):
-    if n not in _jobs:
-        _jobs[n] = _launch.run_ranks(n, "ddp.py", timeout=90)
-    return _jobs[n]
+job = _launch.WorkerJobs("ddp.py")
 
 
 @requires_mpi
 @pytest.mark.parametrize("check", CHECKS)
 @pytest.mark.parametrize("n", [2, 4])
 def test_ddp(n, check):
-    j = job(n)
-    res = j.result
-    assert res["size"] == n
-    errors = res["checks"].get(f"ddp.{check}")
-    assert errors is not None, f"ddp.{check} did not run\n{j.describe()}"
-    bad = [(r, e) for r, e in enumerate(errors) if e]
-    assert not bad, "\n".join(f"rank {r}: {e}" for r, e in bad)
+    job.assert_passed(n, f"ddp.{check}")
 
 
 @requires_mpi

@@ -13,26 +13,14 @@ CHECKS = ["hook_allreduce_and_bucket_surface", "hook_fp16_compress", "hook_custo
           "join_throw_on_early_termination", "join_generic_errors",
           "buffers_follow_pytorch_schedule_under_no_sync", "unused_parameter_error_names_them",
           "zero_sgd_momentum", "zero_adam", "zero_add_param_group", "zero_with_join"]
-_jobs = {}
-
-
-def job(n):
-    if n not in _jobs:
-        _jobs[n] = _launch.run_ranks(n, "ddp_more.py", timeout=90)
-    return _jobs[n]
+job = _launch.WorkerJobs("ddp_more.py")
 
 
 @requires_mpi
 @pytest.mark.parametrize("check", CHECKS)
 @pytest.mark.parametrize("n", [2, 4])
 def test_ddp_more(n, check):
-    j = job(n)
-    res = j.result
-    assert res["size"] == n
-    errors = res["checks"].get(f"more.{check}")
-    assert errors is not None, f"more.{check} did not run\n{j.describe()}"
-    bad = [(r, e) for r, e in enumerate(errors) if e]
-    assert not bad, "\n".join(f"rank {r}: {e}" for r, e in bad)
+    job.assert_passed(n, f"more.{check}")
 
 
 @requires_mpi

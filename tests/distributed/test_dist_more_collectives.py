@@ -19,22 +19,11 @@ from tensorplug.distributed.reduce_op import premul
 FAMILIES = ["all_to_all", "all_to_all_single", "p2p_batch", "objects", "errors"]
 # PREMUL_SUM reaches the collectives once collectives.py applies `premul` (see reduce_op.py)
 PREMUL_WIRED = hasattr(collectives, "premul")
-_jobs = {}
-
-
-def job(n):
-    if n not in _jobs:
-        _jobs[n] = _launch.run_ranks(n, "more_collectives.py", timeout=90)
-    return _jobs[n]
+job = _launch.WorkerJobs("more_collectives.py")
 
 
 def family_checks(n, family):
-    j = job(n)
-    res = j.result
-    assert res["size"] == n
-    checks = {k: v for k, v in res["checks"].items() if k.split(".")[0] == family}
-    assert checks, f"no {family} checks ran\n{j.describe()}"
-    return checks
+    return job.family(n, family)
 
 
 @requires_mpi

@@ -10,13 +10,7 @@ CHECKS = {"even_4d", "five_d", "momentum_none_cumulative", "float32_large_offset
 FOUR = {"sub_groups"}
 MULTI = {"uneven_with_empty_rank", "one_row_per_rank_2d", "errors_on_every_rank"}
 SINGLE = {"gradcheck_function"}
-_jobs = {}
-
-
-def job(n):
-    if n not in _jobs:
-        _jobs[n] = _launch.run_ranks(n, "sync_batchnorm.py", timeout=90)
-    return _jobs[n]
+job = _launch.WorkerJobs("sync_batchnorm.py")
 
 
 def expected(n):
@@ -26,13 +20,7 @@ def expected(n):
 @requires_mpi
 @pytest.mark.parametrize("n, check", [(n, c) for n in (1, 2, 4) for c in sorted(expected(n))])
 def test_sync_batchnorm(n, check):
-    j = job(n)
-    assert j.result is not None, j.describe()
-    assert j.result["size"] == n
-    errors = j.result["checks"].get(f"sbn.{check}")
-    assert errors is not None, f"sbn.{check} did not run\n{j.describe()}"
-    bad = [(r, e) for r, e in enumerate(errors) if e]
-    assert not bad, "\n".join(f"rank {r}: {e}" for r, e in bad)
+    job.assert_passed(n, f"sbn.{check}")
 
 
 @requires_mpi

@@ -22,7 +22,7 @@ from tensorplug.cli.app import app
 
 ENV_WORKER = os.path.join(_launch.WORKERS, "launch_env.py")
 SLEEP_WORKER = os.path.join(_launch.WORKERS, "launch_sleep.py")
-SEED = os.path.join(_launch.WORKERS, "launch_seed.py")    # the seed's examples, reported without COMM_WORLD
+SEED = os.path.join(_launch.WORKERS, "seed.py")
 TP_RUN = [sys.executable, "-m", "tensorplug", "run"]
 TORCHRUN = [sys.executable, "-m", "tensorplug.distributed.run"]
 BINDIR = os.path.dirname(sys.executable)
@@ -359,5 +359,6 @@ def test_rank_variables_from_each_mpi_launcher():
 
 def test_the_command_lines_share_torchruns_defaults():
     from tensorplug.distributed.launcher import api
-    assert (run_mod.DEFAULT_MASTER_ADDR, run_mod.DEFAULT_MASTER_PORT) == (api.DEFAULT_MASTER_ADDR,
-                                                                          api.DEFAULT_MASTER_PORT) == ("127.0.0.1", 29500)
+    defaults = ("127.0.0.1", 29500)
+    assert (run_mod.DEFAULT_MASTER_ADDR, run_mod.DEFAULT_MASTER_PORT) == defaults
+    assert (api.DEFAULT_MASTER_ADDR, api.DEFAULT_MASTER_PORT) == defaults

@@ -309,6 +309,25 @@ def test_batchnorm_no_tracking_and_no_affine():
         bn(torch.randn(2, 3, 4, 5))
 
 
+@pytest.mark.parametrize("make", [lambda: nn.BatchNorm2d(3, bias=False), lambda: nn.SyncBatchNorm(3, bias=False),
+                                  lambda: nn.InstanceNorm2d(3, affine=True, bias=False),
+                                  lambda: nn.GroupNorm(3, 3, bias=False)])
+def test_norm_layers_bias_false_keep_only_the_weight(make):
+    """bias=False (keyword-only, as in PyTorch): a weight and no bias, in parameters and state_dict;
+    the output is the normalized input times the weight."""
+    m = make().double()
+    assert m.bias is None and [n for n, _ in m.named_parameters()] == ["weight"]
+    assert "bias" not in m.state_dict() and "weight" in m.state_dict()
+    with torch.no_grad():
+        m.weight.copy_(torch.tensor([0.5, 2.0, -1.0], dtype=torch.float64))
+    x = randn(4, 3, 2, 5, seed=61)
+    a = f64(x)
+    axes = (0, 2, 3) if "BatchNorm" in type(m).__name__ else (2, 3)
+    ref = (a - a.mean(axes, keepdims=True)) / np.sqrt(a.var(axes, keepdims=True) + m.eps)
+    np.testing.assert_allclose(f64(m(x)), ref * np.array([0.5, 2.0, -1.0])[None, :, None, None],
+                               rtol=1e-10, atol=1e-12)
+
+
 def test_batchnorm_module_gradcheck():
     bn = nn.BatchNorm1d(2).double()
     x = randn(3, 2, seed=45, requires_grad=True)
@@ -352,14 +371,21 @@ def test_other_norm_modules():
 
 
 @pytest.mark.parametrize("m, text", [
-    (nn.BatchNorm2d(16), "BatchNorm2d(16, eps=1e-05, momentum=0.1, affine=True, track_running_stats=True)"),
+    (nn.BatchNorm2d(16),
+     "BatchNorm2d(16, eps=1e-05, momentum=0.1, affine=True, bias=True, track_running_stats=True)"),
     (nn.BatchNorm1d(3, momentum=None, affine=False),
-     "BatchNorm1d(3, eps=1e-05, momentum=None, affine=False, track_running_stats=True)"),
-    (nn.BatchNorm3d(4, eps=1e-3), "BatchNorm3d(4, eps=0.001, momentum=0.1, affine=True, track_running_stats=True)"),
-    (nn.LayerNorm([4, 5]), "LayerNorm((4, 5), eps=1e-05, elementwise_affine=True)"),
-    (nn.GroupNorm(2, 4), "GroupNorm(2, 4, eps=1e-05, affine=True)"),
-    (nn.InstanceNorm2d(3), "InstanceNorm2d(3, eps=1e-05, momentum=0.1, affine=False, track_running_stats=False)"),
+     "BatchNorm1d(3, eps=1e-05, momentum=None, affine=False, bias=False, track_running_stats=True)"),
+    (nn.BatchNorm3d(4, eps=1e-3),
+     "BatchNorm3d(4, eps=0.001, momentum=0.1, affine=True, bias=True, track_running_stats=True)"),
+    (nn.LayerNorm([4, 5]), "LayerNorm((4, 5), eps=1e-05, elementwise_affine=True, bias=True)"),
+    (nn.GroupNorm(2, 4), "GroupNorm(2, 4, eps=1e-05, affine=True, bias=True)"),
+    (nn.InstanceNorm2d(3),
+     "InstanceNorm2d(3, eps=1e-05, momentum=0.1, affine=False, bias=False, track_running_stats=False)"),
     (nn.LocalResponseNorm(2), "LocalResponseNorm(2, alpha=0.0001, beta=0.75, k=1.0)"),
+    (nn.BatchNorm2d(2, bias=False), "BatchNorm2d(2, eps=1e-05, momentum=0.1, affine=True, bias=False, "
+                                    "track_running_stats=True)"),
+    (nn.GroupNorm(2, 4, bias=False), "GroupNorm(2, 4, eps=1e-05, affine=True, bias=False)"),
+    (nn.LayerNorm(3, bias=False), "LayerNorm((3,), eps=1e-05, elementwise_affine=True, bias=False)"),
 ])
 def test_norm_reprs(m, text):
     assert repr(m) == text

@@ -28,14 +28,8 @@ class SyncBatchNorm(_BatchNorm):
 
     def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=True, track_running_stats=True,
                  process_group=None, device=None, dtype=None, *, bias=True):
-        super().__init__(num_features, eps, momentum, affine, track_running_stats, device, dtype)
-        if affine and not bias:
-            self.register_parameter("bias", None)
+        super().__init__(num_features, eps, momentum, affine, track_running_stats, device, dtype, bias=bias)
         self.process_group = process_group
-
-    def extra_repr(self):
-        return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, affine={self.affine}, "
-                f"bias={self.bias is not None}, track_running_stats={self.track_running_stats}")
 
     def _check_input_dim(self, input):
         if input.ndim < 2:
@@ -48,15 +42,7 @@ class SyncBatchNorm(_BatchNorm):
     def forward(self, input):
         self._check_input_dim(input)
         self._check_non_zero_input_channels(input)
-        factor = 0.0 if self.momentum is None else self.momentum
-        if self.training and self.track_running_stats and self.num_batches_tracked is not None:
-            self.num_batches_tracked.add_(1)
-            if self.momentum is None:          # cumulative moving average
-                factor = 1.0 / float(self.num_batches_tracked.item())
-        bn_training = self.training or (self.running_mean is None and self.running_var is None)
-        use_running = not self.training or self.track_running_stats
-        running_mean = self.running_mean if use_running else None
-        running_var = self.running_var if use_running else None
+        running_mean, running_var, bn_training, factor = self._batch_norm_args()
         group, world_size = self._sync_group() if bn_training and self.training else (None, 1)
         if world_size <= 1:
             return F.batch_norm(input, running_mean, running_var, self.weight, self.bias, bn_training,

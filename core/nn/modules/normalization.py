@@ -15,6 +15,20 @@ __all__ = ["BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "InstanceNorm1d", "Insta
            "LayerNorm", "GroupNorm", "LocalResponseNorm", "RMSNorm"]
 
 
+def _per_channel_affine(module, channels, affine, bias, device, dtype):
+    """weight (and bias unless bias=False) of `channels` values when affine; None otherwise."""
+    module.register_parameter("weight", Parameter(empty(channels, device=device, dtype=dtype)) if affine else None)
+    module.register_parameter("bias", Parameter(empty(channels, device=device, dtype=dtype))
+                              if affine and bias else None)
+
+
+def _reset_per_channel_affine(module):
+    if module.weight is not None:
+        init.ones_(module.weight)
+    if module.bias is not None:
+        init.zeros_(module.bias)
+
+
 class _NormBase(Module):
     """Per-channel affine parameters (weight = 1, bias = 0) and running statistics
     (running_mean = 0, running_var = 1, num_batches_tracked = 0) shared by BatchNorm and InstanceNorm."""
@@ -22,19 +36,14 @@ class _NormBase(Module):
     _version = 2
 
     def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=True, track_running_stats=True,
-                 device=None, dtype=None):
+                 device=None, dtype=None, *, bias=True):
         super().__init__()
         self.num_features = num_features
         self.eps = eps
         self.momentum = momentum
         self.affine = affine
         self.track_running_stats = track_running_stats
-        if affine:
-            self.weight = Parameter(empty(num_features, device=device, dtype=dtype))
-            self.bias = Parameter(empty(num_features, device=device, dtype=dtype))
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
+        _per_channel_affine(self, num_features, affine, bias, device, dtype)
         if track_running_stats:
             self.register_buffer("running_mean", zeros(num_features, device=device, dtype=dtype))
             self.register_buffer("running_var", ones(num_features, device=device, dtype=dtype))
@@ -53,16 +62,14 @@ class _NormBase(Module):
 
     def reset_parameters(self):
         self.reset_running_stats()
-        if self.affine:
-            init.ones_(self.weight)
-            init.zeros_(self.bias)
+        _reset_per_channel_affine(self)
 
     def _check_input_dim(self, input):
         raise NotImplementedError
 
     def extra_repr(self):
         return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, affine={self.affine}, "
-                f"track_running_stats={self.track_running_stats}")
+                f"bias={self.bias is not None}, track_running_stats={self.track_running_stats}")
 
     def _load_from_state_dict(self, state_dict, prefix, local_metadata, strict, missing_keys,
                               unexpected_keys, error_msgs):
@@ -80,6 +87,13 @@ class _NormBase(Module):
 class _BatchNorm(_NormBase):
     def forward(self, input):
         self._check_input_dim(input)
+        running_mean, running_var, bn_training, factor = self._batch_norm_args()
+        return F.batch_norm(input, running_mean, running_var, self.weight, self.bias, bn_training, factor,
+                            self.eps)
+
+    def _batch_norm_args(self):
+        """(running_mean, running_var, use batch statistics, momentum factor) for this call, counting
+        the batch in num_batches_tracked when training."""
         factor = 0.0 if self.momentum is None else self.momentum
         if self.training and self.track_running_stats and self.num_batches_tracked is not None:
             self.num_batches_tracked.add_(1)
@@ -87,9 +101,8 @@ class _BatchNorm(_NormBase):
                 factor = 1.0 / float(self.num_batches_tracked.item())
         bn_training = self.training or (self.running_mean is None and self.running_var is None)
         use_running = not self.training or self.track_running_stats
-        return F.batch_norm(input, self.running_mean if use_running else None,
-                            self.running_var if use_running else None, self.weight, self.bias, bn_training,
-                            factor, self.eps)
+        return (self.running_mean if use_running else None, self.running_var if use_running else None,
+                bn_training, factor)
 
 
 class BatchNorm1d(_BatchNorm):
@@ -121,8 +134,8 @@ class _InstanceNorm(_NormBase):
     _batched_ndim = 3
 
     def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=False, track_running_stats=False,
-                 device=None, dtype=None):
-        super().__init__(num_features, eps, momentum, affine, track_running_stats, device, dtype)
+                 device=None, dtype=None, *, bias=True):
+        super().__init__(num_features, eps, momentum, affine, track_running_stats, device, dtype, bias=bias)
 
     def _check_input_dim(self, input):
         nd = self._batched_ndim
@@ -196,36 +209,31 @@ class LayerNorm(Module):
         return F.layer_norm(input, self.normalized_shape, self.weight, self.bias, self.eps)
 
     def extra_repr(self):
-        return f"{self.normalized_shape}, eps={self.eps}, elementwise_affine={self.elementwise_affine}"
+        return (f"{self.normalized_shape}, eps={self.eps}, elementwise_affine={self.elementwise_affine}, "
+                f"bias={self.bias is not None}")
 
 
 class GroupNorm(Module):
     """Normalize each sample's num_groups groups of channels; per-channel affine weight (ones)
     and bias (zeros)."""
 
-    def __init__(self, num_groups, num_channels, eps=1e-5, affine=True, device=None, dtype=None):
+    def __init__(self, num_groups, num_channels, eps=1e-5, affine=True, device=None, dtype=None, *, bias=True):
         super().__init__()
         if num_channels % num_groups != 0:
             raise ValueError("num_channels must be divisible by num_groups")
         self.num_groups, self.num_channels, self.eps, self.affine = num_groups, num_channels, eps, affine
-        if affine:
-            self.weight = Parameter(empty(num_channels, device=device, dtype=dtype))
-            self.bias = Parameter(empty(num_channels, device=device, dtype=dtype))
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
+        _per_channel_affine(self, num_channels, affine, bias, device, dtype)
         self.reset_parameters()
 
     def reset_parameters(self):
-        if self.affine:
-            init.ones_(self.weight)
-            init.zeros_(self.bias)
+        _reset_per_channel_affine(self)
 
     def forward(self, input):
         return F.group_norm(input, self.num_groups, self.weight, self.bias, self.eps)
 
     def extra_repr(self):
-        return f"{self.num_groups}, {self.num_channels}, eps={self.eps}, affine={self.affine}"
+        return (f"{self.num_groups}, {self.num_channels}, eps={self.eps}, affine={self.affine}, "
+                f"bias={self.bias is not None}")
 
 
 class LocalResponseNorm(Module):
