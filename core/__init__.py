@@ -42,10 +42,12 @@ _LAZY_MODULES += ("distributions", "multiprocessing", "sparse", "vision")
 _LAZY_MODULES += ("fx",)
 _LAZY_MODULES += ("profiler",)
 _LAZY_MODULES += ("futures",)
+_LAZY_MODULES += ("compiler", "_dynamo")
 # global settings of the first lines of a script, each loading its module on first use: name -> module
 _LAZY_FUNCTIONS = {
     **dict.fromkeys(("set_default_device", "get_default_device"), "device"),
     **dict.fromkeys(("set_float32_matmul_precision", "get_float32_matmul_precision"), "precision"),
+    "compile": "compiler",
     **dict.fromkeys(("set_num_threads", "get_num_threads", "set_num_interop_threads",
                      "get_num_interop_threads"), "threads"),
     **dict.fromkeys(("use_deterministic_algorithms", "are_deterministic_algorithms_enabled",

@@ -1,4 +1,6 @@
 """The NumPy compute backend for device "cpu", registered through the plugin hook."""
+import sys
+
 import numpy as np
 
 from tensorplug.dispatch import Backend, hookimpl
@@ -16,11 +18,17 @@ class NumpyBackend(Backend):
         from .kernels import build
         return build()
 
+    def fuse_pointwise(self, program):
+        from .fusion import fuse_pointwise
+        return fuse_pointwise(program)
+
     # tensorplug.set_num_threads / get_num_threads: the thread pools of NumPy's BLAS and of any OpenMP
     # runtime in the process, through threadpoolctl (imported on first use)
     def set_num_threads(self, n: int) -> None:
         from threadpoolctl import threadpool_limits
         threadpool_limits(limits=n)
+        if "numexpr" in sys.modules:         # compiled tapes' fused kernels (fusion.py)
+            sys.modules["numexpr"].set_num_threads(n)
 
     def get_num_threads(self) -> int:
         from threadpoolctl import threadpool_info

@@ -237,6 +237,12 @@ class Backend:
         a multi-device backend may bind its kernels to the device here."""
         return dict(self.kernels)
 
+    def fuse_pointwise(self, program):
+        """Optional compiler capability: a callable(*arrays) -> array computing a PointwiseProgram
+        (core/compiler/fusion.py) in one kernel, or None (the default: compiled tapes then run the
+        program's kernels one by one)."""
+        return None
+
     def kernel_status(self) -> dict:
         """{kernel name: "native" | "decomposed" | "missing"} over every known kernel."""
         table = self.kernels

@@ -26,6 +26,7 @@ import operator
 import numpy as np
 
 from .. import dtypes as _dt
+from ..compiler._state import opaque as _opaque
 from ..amp.state import state as _amp
 from ._core import (Tensor, _gstate, _make, broadcast_all_shapes, broadcast_shapes, cast_data,
                     check_inplace, device_mismatch, is_scalar, record, rewritten, scalar_value, sum_to,
@@ -62,6 +63,7 @@ def _tname(dt):
     return dt._legacy[:-6]
 
 
+@_opaque
 def _norm_index(k, arr, n, dim, *, negative=True, err=_oob):
     """`arr` (an integer backend array) as a new int64 array of indices in [0, n), for a dimension
     of size n; negative entries count from the end when `negative`. Raises err(bad, dim, n)."""

@@ -12,6 +12,7 @@ import warnings
 import numpy as np
 
 from .. import dtypes as _dt
+from ..compiler._state import opaque as _opaque
 from ..amp.state import state as _amp
 from ..autograd import grad_mode
 from ._core import Tensor, _gstate, _make, broadcast_shapes, cast_data, record
@@ -205,8 +206,13 @@ def _nll_shapes(input, target):
 
 def _check_bounds(target, c, ignore_index):
     """Raise for a target outside [0, c) that isn't ignore_index; True when none is ignored."""
+    return _check_bounds_data(target._k, target._data, c, ignore_index)
+
+
+@_opaque
+def _check_bounds_data(k, data, c, ignore_index):
     # validate on one host copy of the (small) target: a single transfer instead of three syncs
-    host = np.asarray(target._host()).reshape(-1)
+    host = np.asarray(k["to_numpy"](data)).reshape(-1)
     valid_host = host != ignore_index
     all_valid = bool(valid_host.all())
     tv = host if all_valid else host[valid_host]

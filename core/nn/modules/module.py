@@ -756,6 +756,16 @@ class Module:
         self._load_state_dict_post_hooks[handle.id] = hook
         return handle
 
+    def compile(self, *args, **kwargs):
+        """Compile this module's forward in place (tensorplug.compile's arguments): calls of the module
+        then run the compiled forward; it stays this module (state_dict keys unchanged)."""
+        from ...compiler import compile as _compile
+        from ...compiler.compiled import CompiledFunction
+        c = _compile(self, *args, **kwargs)._compiled
+        eager = type(self).forward.__get__(self)
+        self.__dict__["forward"] = CompiledFunction(eager, module=self, backend=c.backend, mode=c.mode,
+                                                    fullgraph=c.fullgraph, dynamic=c.dynamic, options=c.options)
+
     # -- call -----------------------------------------------------------------------------------------
     def _call_impl(self, *args, **kwargs):
         if not (self._forward_hooks or self._forward_pre_hooks or self._backward_hooks
