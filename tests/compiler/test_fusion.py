@@ -13,7 +13,8 @@ N = 5000          # above fusion.MIN_ELEMENTS
 
 
 @pytest.fixture(autouse=True)
-def _fresh():
+def _fresh(monkeypatch):
+    monkeypatch.setenv("TENSORPLUG_FUSE", "numexpr")        # the NumPy backend's fusion is opt-in
     torch._dynamo.reset()
     yield
     torch._dynamo.reset()
@@ -112,6 +113,14 @@ def test_a_backend_without_the_capability_runs_op_by_op(monkeypatch):
     x = _x(10)
     np.testing.assert_array_equal(cf(x).numpy(), cf(x).numpy())
     np.testing.assert_array_equal(cf(x).numpy(), np.tanh(x.numpy() * np.float32(2) + np.float32(1)))
+    assert counters["stats"]["fused_kernels"] == 0 and len(_entry(cf).forward) == 3
+
+
+def test_numpy_fusion_is_opt_in(monkeypatch):
+    monkeypatch.delenv("TENSORPLUG_FUSE")
+    cf = torch.compile(lambda x: (x * 2 + 1).tanh())
+    x = _x(14)
+    np.testing.assert_array_equal(cf(x).numpy(), (x * 2 + 1).tanh().numpy())
     assert counters["stats"]["fused_kernels"] == 0 and len(_entry(cf).forward) == 3
 
 
