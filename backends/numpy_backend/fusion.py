@@ -3,8 +3,10 @@ expression, evaluated in one blocked, multi-threaded pass instead of one NumPy p
 
 numexpr is optional (the `compile` extra) and opt-in (TENSORPLUG_FUSE=numexpr): measured on 1M
 float32 with one thread, an 8-op arithmetic chain took 8.3 ms in numexpr against 2.5 ms in NumPy's
-SIMD ufuncs, tanh 26.7 against 4.2 ms, exp 3.7 against 4.0 ms. Without it, compiled tapes run op by op. Constants travel as 0-d arrays of the program's float dtype, since a literal float in a
-numexpr expression is a double and would widen float32 results. Semantics kept from the NumPy
+SIMD ufuncs, tanh 26.7 against 4.2 ms, exp 3.7 against 4.0 ms. Without it, compiled tapes run op by op.
+
+Constants travel as 0-d arrays of the program's float dtype, since a literal float in a numexpr
+expression is a double and would widen float32 results. Semantics kept from the NumPy
 kernels: maximum / minimum propagate NaN; sigmoid is 1 / (1 + exp(-x)).
 """
 from __future__ import annotations
