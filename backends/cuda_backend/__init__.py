@@ -254,6 +254,16 @@ class CudaBackend(Backend):
             self._fusion = Fusion(self.modules()[0])
         return self._fusion
 
+    def fuse_pointwise(self, program):
+        """One ElementwiseKernel for a compiled tape's pointwise chain (fusion.py); None without CuPy
+        or over the CPU stand-in (no ElementwiseKernel there)."""
+        try:
+            xp = self.modules()[0]
+        except Exception:   # noqa: BLE001 - CuPy not importable: the tape runs op by op
+            return None
+        from .fusion import fuse_pointwise
+        return fuse_pointwise(program, xp)
+
     def native_kernels(self):
         from . import complex as complex_kernels, conv, fft, kernels, norm
         xp, cx = self.modules()

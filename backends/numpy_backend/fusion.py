@@ -48,7 +48,10 @@ def fuse_pointwise(program):
 
     def const(value):
         name = f"k{len(consts)}"
-        consts[name] = np.asarray(value, dtype=fdt)
+        try:
+            consts[name] = np.asarray(float(value), dtype=fdt)
+        except OverflowError:                    # an int beyond any float: NumPy's kernel would raise too
+            consts[name] = None
         return name
     exprs = []
     for name, operands in program.steps:
@@ -63,12 +66,14 @@ def fuse_pointwise(program):
             exprs.append(_BINARY[name].format(*args))
         else:
             return None
+    if any(v is None for v in consts.values()):
+        return None
     signature = [(n, _KIND[d]) for n, d in zip(names, program.inputs)] + [(n, _KIND[program.float_dtype])
                                                                          for n in consts]
     try:
         compiled = numexpr.NumExpr(exprs[-1], signature=signature)
-    except (KeyError, ValueError, TypeError, SyntaxError):
-        return None
+    except (KeyError, ValueError, TypeError, SyntaxError, NotImplementedError, OverflowError):
+        return None             # numexpr has no loop for it (a float where-condition, say): op by op
     const_arrays = tuple(consts.values())
     out_dtype = np.dtype(program.dtype)
 

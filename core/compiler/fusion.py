@@ -31,7 +31,9 @@ MIN_ELEMENTS = 4096       # below it one backend call per op is as fast as a fus
 class PointwiseProgram:
     """What a fused kernel computes: `steps[i] = (kernel name, operands)`, each operand ("in", j) (the
     j-th input array), ("step", i) or ("const", number); the last step is the result. `inputs` are the
-    input arrays' dtype names, `dtype` the result's (float32 / float64 / bool)."""
+    input arrays' dtype names (at least one), `dtype` the result's (float32 / float64 / bool), and
+    `float_dtype` the one float dtype of every non-bool value (constants take it). Comparisons give
+    bool, every other step float_dtype; where's condition is a bool input or a comparison."""
 
     def __init__(self, inputs, steps, dtype, float_dtype):
         self.inputs, self.steps, self.dtype, self.float_dtype = inputs, steps, dtype, float_dtype
@@ -183,13 +185,18 @@ def _program(ops, tree, root, meta):
                 operands.append(("in", in_slots.index(a.index)))
             else:
                 operands.append(("const", a))
+        if op.name == "where" and (operands[0][0] != "in" or in_dtypes[operands[0][1]] != "bool"):
+            if not (operands[0][0] == "step" and steps[operands[0][1]][0] in COMPARISONS):
+                return None                      # a where whose condition is not a bool array
         out_dt = meta[op.out.index][1]
+        if out_dt != "bool" and op.name in COMPARISONS:
+            return None
+        if out_dt == "bool" and op.name not in COMPARISONS:
+            return None                          # bool arithmetic: left to the kernels
         if out_dt != "bool":
             floats.add(out_dt)
-        if op.name in COMPARISONS and out_dt != "bool":
-            return None
         step_of[op.out.index] = len(steps)
         steps.append((op.name, tuple(operands)))
-    if len(floats) != 1:
+    if len(floats) != 1 or not in_slots:
         return None
     return PointwiseProgram(in_dtypes, steps, meta[ops[root].out.index][1], floats.pop()), in_slots

@@ -149,3 +149,16 @@ def test_program_of_a_tree():
     assert p.inputs == ["float32", "float32"] and p.dtype == "float32" and p.float_dtype == "float32"
     assert p.steps == [("mul", (("in", 0), ("in", 1))), ("add", (("step", 0), ("in", 0))), ("exp", (("step", 1),))]
     assert fusion.MIN_OPS == 2
+
+
+def test_programs_no_kernel_can_run_are_declined():
+    from tensorplug.backends.numpy_backend.fusion import fuse_pointwise
+    P = fusion.PointwiseProgram
+    assert fuse_pointwise(P(["float32", "float32", "float32"],
+                            [("where", (("in", 0), ("in", 1), ("in", 2)))], "float32", "float32")) is None
+    assert fuse_pointwise(P(["float32"], [("mul", (("in", 0), ("const", 10 ** 400)))], "float32", "float32")) is None
+    assert fuse_pointwise(P(["float32"], [("nope", (("in", 0),))], "float32", "float32")) is None
+    k = fuse_pointwise(P(["float32"], [("mul", (("in", 0), ("const", 2))), ("exp", (("step", 0),))],
+                         "float32", "float32"))
+    x = np.linspace(-1, 1, 10, dtype=np.float32)
+    np.testing.assert_allclose(k(x), np.exp(2 * x), rtol=1e-6)
