@@ -25,15 +25,7 @@ def compile(model=None, *, fullgraph=False, dynamic=None, backend="inductor", mo
     if model is None:
         return lambda m: compile(m, fullgraph=fullgraph, dynamic=dynamic, backend=backend, mode=mode,
                                  options=options, disable=disable)
-    if callable(backend):
-        raise NotImplementedError("tensorplug.compile: custom backend callables are not supported; "
-                                  f"use one of {list_backends()}")
-    if backend not in BACKENDS:
-        raise ValueError(f"tensorplug.compile: unknown backend {backend!r}; choose one of {list_backends()}")
-    if mode not in MODES:
-        raise RuntimeError(f"Unrecognized mode={mode}, should be one of: {', '.join(m for m in MODES if m)}")
-    if options is not None and mode not in (None, "default"):
-        raise RuntimeError("Either mode or options can be specified, but both can't be specified at the same time.")
+    _check_options(backend, mode, options)
     if not callable(model):
         raise RuntimeError(f"tensorplug.compile: expected a function or a Module, got {type(model).__name__}")
     from ..nn.modules.module import Module
@@ -45,6 +37,18 @@ def compile(model=None, *, fullgraph=False, dynamic=None, backend="inductor", mo
     if disable:
         return model
     return CompiledFunction(model, **kw)
+
+
+def _check_options(backend, mode, options):
+    if callable(backend):
+        raise NotImplementedError("tensorplug.compile: custom backend callables are not supported; "
+                                  f"use one of {list_backends()}")
+    if backend not in BACKENDS:
+        raise ValueError(f"tensorplug.compile: unknown backend {backend!r}; choose one of {list_backends()}")
+    if mode not in MODES:
+        raise RuntimeError(f"Unrecognized mode={mode}, should be one of: {', '.join(m for m in MODES if m)}")
+    if options is not None and mode not in (None, "default"):
+        raise RuntimeError("Either mode or options can be specified, but both can't be specified at the same time.")
 
 
 def disable(fn=None, recursive=True, *, reason=None):

@@ -133,9 +133,10 @@ class CompiledFunction:
 
     # -- guards ---------------------------------------------------------------------------------------
     def _state(self):
-        """(tensors the forward reads from the module and its globals, their identity guard)."""
+        """(tensors the forward reads from the module and its globals, the training flags of every
+        module met on the way): both are guards."""
         from ..nn.modules.module import Module
-        state, seen = [], set()
+        state, seen, flags = [], set(), []
 
         def add(t):
             if id(t) not in seen:
@@ -144,6 +145,7 @@ class CompiledFunction:
 
         def add_module(module):
             for m in module.modules():
+                flags.append(m.training)
                 for d in (m._parameters, m._buffers):
                     for t in d.values():
                         if t is not None:
@@ -164,10 +166,9 @@ class CompiledFunction:
                 add(v)
             elif isinstance(v, Module):
                 add_module(v)
-        return state
+        return state, tuple(flags)
 
-    def _key(self, spec, tensors, state):
-        flags = tuple(m.training for m in self.module.modules()) if self.module is not None else ()
+    def _key(self, spec, tensors, state, flags):
         return (_gstate.enabled, _amp.on, _dt.get_default_dtype(), spec, flags,
                 tuple(_tensor_guard(t) for t in tensors),
                 tuple((id(t), *_tensor_guard(t)) for t in state))
@@ -178,8 +179,8 @@ class CompiledFunction:
             return self.fn(*args, **kwargs)
         tensors = []
         spec = _flatten((args, kwargs), tensors)
-        state = self._state()
-        key = self._key(spec, tensors, state)
+        state, flags = self._state()          # one walk of the modules: their tensors and training flags
+        key = self._key(spec, tensors, state, flags)
         entry = self.cache.get(key)
         if entry is None:
             if len(self.cache) >= _config.cache_size_limit:

@@ -42,18 +42,6 @@ class PointwiseProgram:
         return f"PointwiseProgram({self.inputs} -> {self.dtype}: {self.steps})"
 
 
-class _FusedCall:
-    """The op of a fused tree: calls the backend's kernel on the tree's input arrays."""
-    __slots__ = ("kernel", "program", "__name__")
-
-    def __init__(self, kernel, program):
-        self.kernel, self.program = kernel, program
-        self.__name__ = "fused_pointwise"
-
-    def __call__(self, *arrays):
-        return self.kernel(*arrays)
-
-
 def fuse(tape, meta, backend):
     """The tape with its fusible trees replaced by fused ops (a new Tape; `tape` unchanged when
     nothing fuses). meta: slot -> (shape, dtype name) of every array the capture saw."""
@@ -90,8 +78,7 @@ def fuse(tape, meta, backend):
         if kernel is None:
             continue
         absorbed.update(tree)
-        replacement[root] = Op("fused_pointwise", _FusedCall(kernel, program), tuple(Slot(s) for s in in_slots), {},
-                               Slot(out_slot))
+        replacement[root] = Op("fused_pointwise", kernel, tuple(Slot(s) for s in in_slots), {}, Slot(out_slot))
         n_fused += 1
     if not n_fused:
         return tape, 0

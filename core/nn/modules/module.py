@@ -756,15 +756,14 @@ class Module:
         self._load_state_dict_post_hooks[handle.id] = hook
         return handle
 
-    def compile(self, *args, **kwargs):
+    def compile(self, *, fullgraph=False, dynamic=None, backend="inductor", mode=None, options=None):
         """Compile this module's forward in place (tensorplug.compile's arguments): calls of the module
         then run the compiled forward; it stays this module (state_dict keys unchanged)."""
-        from ...compiler import compile as _compile
+        from ...compiler.api import _check_options
         from ...compiler.compiled import CompiledFunction
-        c = _compile(self, *args, **kwargs)._compiled
-        eager = type(self).forward.__get__(self)
-        self.__dict__["forward"] = CompiledFunction(eager, module=self, backend=c.backend, mode=c.mode,
-                                                    fullgraph=c.fullgraph, dynamic=c.dynamic, options=c.options)
+        _check_options(backend, mode, options)
+        self.__dict__["forward"] = CompiledFunction(type(self).forward.__get__(self), module=self, backend=backend,
+                                                    mode=mode, fullgraph=fullgraph, dynamic=dynamic, options=options)
 
     # -- call -----------------------------------------------------------------------------------------
     def _call_impl(self, *args, **kwargs):
