@@ -23,13 +23,10 @@ floor, and only then builds and measures the PyTorch version, on its own (see it
 from __future__ import annotations
 
 import argparse
-import ctypes
 import gc
 import itertools
 import json
 import math
-import os
-import platform
 import statistics
 import sys
 import time
@@ -41,33 +38,14 @@ NOISE = 1.2          # the issue: "treat < 1.2x as noise"
 # glibc's malloc serves large blocks (NumPy's arrays of a few MB: activations, gradients) from fresh
 # mmaps, or from its heap, depending on a threshold it raises whenever the process frees a large
 # mmapped block, and it gives heap memory back to the OS above a trim threshold tied to it. So the
-# cost of a step's temporaries (page faults or not) depends on the history of the process: which
-# libraries were imported, what ran before. Measured on this project's MLP step, the hand-written
-# NumPy floor took 2.9 ms or 4.4 ms depending on whether PyTorch had been imported first. To make
-# every column see the same allocator, the harness pins both thresholds when it is imported (the
-# state a long-running process with large arrays drifts towards anyway); set the environment
-# variable TENSORPLUG_BENCH_MALLOC=default (run_all.py --default-malloc) to leave glibc's defaults.
-MMAP_THRESHOLD = 32 << 20          # glibc's largest allowed value on 64-bit
-TRIM_THRESHOLD = 128 << 20
+# cost of a step's temporaries (page faults or not) depends on the history of the process. Measured
+# on this project's MLP step, the hand-written NumPy floor took 2.9 ms or 4.4 ms depending on whether
+# PyTorch had been imported first. `import tensorplug` pins both thresholds (core/_malloc.py); the
+# harness imports it first so that every column, floors and PyTorch included, sees that allocator.
+# TENSORPLUG_MALLOC=default (run_all.py --default-malloc) leaves glibc's defaults.
+from tensorplug import _malloc  # noqa: E402
 
-
-def _pin_malloc() -> str:
-    if os.environ.get("TENSORPLUG_BENCH_MALLOC", "pinned") == "default":
-        return "glibc defaults (TENSORPLUG_BENCH_MALLOC=default)"
-    if not sys.platform.startswith("linux") or platform.libc_ver()[0] != "glibc":
-        return "the platform's default"
-    try:
-        libc = ctypes.CDLL("libc.so.6")
-        M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3
-        ok = libc.mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD) and libc.mallopt(M_TRIM_THRESHOLD, TRIM_THRESHOLD)
-    except (OSError, AttributeError) as e:
-        return f"glibc defaults (mallopt unavailable: {e})"
-    if not ok:
-        return "glibc defaults (mallopt refused)"
-    return f"glibc malloc pinned: mmap threshold {MMAP_THRESHOLD >> 20} MiB, trim threshold {TRIM_THRESHOLD >> 20} MiB"
-
-
-MALLOC = _pin_malloc()
+MALLOC = _malloc.state[0]
 
 
 # -- command line ---------------------------------------------------------------------------------------

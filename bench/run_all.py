@@ -16,7 +16,7 @@ with the reason. Scripts this file does not know about are run as well.
 --threads N sets OMP_NUM_THREADS / OPENBLAS_NUM_THREADS / MKL_NUM_THREADS for the scripts (and so
 PyTorch's intra-op threads), e.g. on a loaded machine; by default they inherit the environment.
 --default-malloc leaves glibc's malloc thresholds as they are instead of pinning them (see
-bench/_harness.py: otherwise the cost of NumPy's large temporaries depends on the process's history).
+core/_malloc.py: otherwise the cost of NumPy's large temporaries depends on the process's history).
 A benchmark reports numbers; it fails only when a script fails.
 """
 from __future__ import annotations
@@ -258,6 +258,9 @@ def machine_lines(env, load_before, load_after, args) -> list[str]:
         "- thread settings: " + (", ".join(f"{k}={v}" for k, v in threads.items()) if threads
                                  else "none (library defaults)"),
         f"- allocator in the scripts: {_allocator(env)}",
+        # a core type named here overrides OpenBLAS's own choice of GEMM kernel (docs/performance-notes.md)
+        "- OpenBLAS variables: " + (", ".join(f"{k}={v}" for k, v in sorted(env.items()) if k.startswith("OPENBLAS_"))
+                                    or "none"),
     ]
     return lines + blas_info(env)
 
@@ -381,7 +384,7 @@ def main(argv=None):
         for k in THREAD_VARS:
             env[k] = str(args.threads)
     if args.default_malloc:
-        env["TENSORPLUG_BENCH_MALLOC"] = "default"
+        env["TENSORPLUG_MALLOC"] = "default"
     names = all_scripts()
     if args.only:
         wanted = [s.strip().removesuffix(".py") for s in args.only.split(",") if s.strip()]

@@ -10,6 +10,8 @@ __version__ = "0.1.0"
 
 from . import threads as _threads  # noqa: E402
 _threads._import_numpy_with_default_threads()      # one BLAS thread by default (see core/threads.py)
+from . import _malloc  # noqa: E402
+_malloc.pin()                                       # glibc malloc keeps step temporaries (core/_malloc.py)
 
 from . import autograd, dtypes  # noqa: E402
 from .autograd import enable_grad, is_grad_enabled, no_grad, set_grad_enabled, inference_mode  # noqa

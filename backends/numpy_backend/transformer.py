@@ -11,6 +11,7 @@ import math
 
 import numpy as np
 
+from . import gelu_loops
 from .kernels import _erf
 
 _F32 = np.dtype(np.float32)
@@ -159,10 +160,10 @@ def _cdf(x):
     t += 1.0
     np.reciprocal(t, out=t)
     p = t * 0.17087277
-    for c in _ERFC_FIT:
+    for c in _ERFC_FIT[:-1]:
         p += c
         p *= t
-    p /= t                                     # (the loop's last step multiplied once too often)
+    p += _ERFC_FIT[-1]
     a *= a
     p -= a
     np.exp(p, out=p)
@@ -188,6 +189,8 @@ def gelu(x, approximate):
         u *= x
         u *= 0.5
         return u
+    if x.dtype == _F32 and (loops := gelu_loops.kernels()) is not None:
+        return loops["gelu"](x)
     return x * _cdf(x)
 
 
@@ -205,6 +208,8 @@ def gelu_backward(grad, x, approximate):
         t += du
         t *= grad
         return t
+    if x.dtype == _F32 and grad.shape == x.shape and (loops := gelu_loops.kernels()) is not None:
+        return loops["gelu_backward"](grad, x)
     pdf = np.exp(x * x * -0.5)
     pdf *= x
     pdf *= _INV_SQRT_2PI

@@ -110,9 +110,37 @@ def test_layer_norm_kernels(table, affine):
         np.testing.assert_allclose(dbk, g.sum(0), rtol=tol, atol=tol)
 
 
+@pytest.fixture(params=["numpy formula", "numba loops"])
+def gelu_path(request, monkeypatch):
+    """The NumPy backend's two ways to exact float32 GELU (backends/numpy_backend/gelu_loops.py)."""
+    from tensorplug.backends.numpy_backend import gelu_loops
+    if request.param == "numpy formula":
+        monkeypatch.setitem(gelu_loops._state, "k", None)
+    elif gelu_loops.kernels() is None:
+        pytest.skip("numba is not installed (the fast extra) or TENSORPLUG_NUMBA=0: the loops are not used")
+    return request.param
+
+
+def test_gelu_float32_strided_and_special_values(gelu_path):
+    """A transposed (non-contiguous) input keeps its shape; NaN stays NaN, gelu(inf) = inf, and the
+    backward's exp(-x^2 / 2) underflows to 0 for large |x| (grad passes through above, not below)."""
+    K = _native()
+    x = np.array([[np.nan, np.inf, 30.0], [-30.0, 0.0, -1.5], [2.5, -0.25, 1e-3], [7.0, -7.0, 0.5]])
+    xs = x.astype(np.float32).T                      # (3, 4), F-ordered
+    got = K["gelu"](xs, "none")
+    assert got.shape == (3, 4) and got.dtype == np.float32
+    fin = np.isfinite(xs)
+    np.testing.assert_allclose(got[fin], gelu_ref(x.T[fin], "none"), rtol=3e-6, atol=1e-7)
+    assert np.isnan(got[0, 0]) and got[1, 0] == np.inf
+    g = np.ones_like(xs)
+    gb = K["gelu_backward"](g, xs, "none")
+    np.testing.assert_allclose(gb[fin], gelu_grad_ref(x.T[fin], "none"), rtol=1e-4, atol=5e-6)
+    assert gb[2, 0] == 1.0 and gb[0, 1] == 0.0       # x = 30 and x = -30
+
+
 @pytest.mark.parametrize("table", TABLES)
 @pytest.mark.parametrize("approximate", ["none", "tanh"])
-def test_gelu_kernels(table, approximate):
+def test_gelu_kernels(table, approximate, gelu_path):
     """gelu and gelu_backward against float64 (tails included: relative accuracy where gelu is tiny)."""
     K = TABLES[table]()
     x = np.concatenate([np.linspace(-12, 8, 4001), rng.standard_normal(500)])
