@@ -54,6 +54,32 @@ _UFUNCS = {
 }
 
 
+# x ** e for the scalar exponents PyTorch's CPU kernel also computes without pow() (its
+# pow_tensor_scalar fast paths): np.power calls libm pow per element for every exponent but 2, 0.5
+# and -1, measured 6.1 ms for x ** 3.0 on 131,072 float32 against 27 us for x * x * x.
+_POWER_BY_PRODUCTS = {
+    2: lambda x: x * x,
+    3: lambda x: x * x * x,
+    0.5: np.sqrt,
+    -0.5: lambda x: 1 / np.sqrt(x),
+    -1: lambda x: 1 / x,
+    -2: lambda x: 1 / (x * x),
+}
+
+
+def _pow(x, y, out=None):
+    if y.__class__ in (int, float) and x.__class__ is ndarray and x.dtype.char in "fd":
+        f = _POWER_BY_PRODUCTS.get(y)
+        if f is not None:
+            r = f(x)                     # a new array: x may be out (an in-place pow_)
+            if out is None:
+                return _arr(r)
+            np.copyto(out, r)
+            return out
+    r = np.power(x, y) if out is None else np.power(x, y, out=out)
+    return _arr(r)
+
+
 _erf_ufunc = np.frompyfunc(__import__("math").erf, 1, 1)
 
 
@@ -299,6 +325,7 @@ def build() -> dict:
     k["round"] = _round
     k["sign"] = _sign
     k["sigmoid"] = _sigmoid
+    k["pow"] = _pow
     assert all(n in k for n in (*UNARY, *BINARY))
     k.update(
         from_numpy=lambda a: a,

@@ -58,6 +58,8 @@ def check_fill(value, dt, arg="fill_(): argument 'value'"):
     if (cls is int or cls is float) and 0 <= value <= 127:        # fits every dtype (the common case: fast)
         c = dt.category
         return int(value) if c == 1 else (bool(value) if c == 0 else value)
+    if cls is int and -128 <= value < 0 and (dt.category >= 2 or (dt.category == 1 and dt.is_signed)):
+        return value                                                # (-1 for masks and padding: fast too)
     if isinstance(value, bool):
         return value
     if not isinstance(value, numbers.Number):

@@ -231,14 +231,28 @@ def from_numpy(ndarray):
 
 def full(size, fill_value, *, dtype=None, device=None, requires_grad=False, out=None):
     size = _size((size,) if isinstance(size, int) else size)
-    if dtype is None:
+    if dtype is None and out is not None:
+        dt = out._dtype if isinstance(out, Tensor) else _dt.get_default_dtype()
+    elif dtype is None:
         if isinstance(fill_value, Tensor):
             fill_value = fill_value.item()
         dt = _dt.scalar_dtype(fill_value)
     else:
         dt = _dt.as_dtype(dtype)
-    fill_value = check_fill(fill_value.item() if isinstance(fill_value, Tensor) else fill_value, dt,
-                            "full(): argument 'fill_value' (position 2)")
+    r = _full(size, fill_value.item() if isinstance(fill_value, Tensor) else fill_value, dt, device,
+              requires_grad)
+    return r if out is None else _into_out(r, out)
+
+
+def _into_out(r, out):
+    """A creation function's out=: out resized to r's shape and overwritten (PyTorch's out= semantics)."""
+    from .pointwise import _out
+    return _out(r, out)
+
+
+def _full(size, fill_value, dt, device, requires_grad):
+    """full() after its arguments are read: size a tuple of ints, dt a dtype."""
+    fill_value = check_fill(fill_value, dt, "full(): argument 'fill_value' (position 2)")
     check_shape(size, dt.itemsize)
     k, dev = resolve_device(device)
     check_dtype(k, dt)
@@ -268,9 +282,11 @@ def size_arg(args, size, name, both_error=None):
 def _filled(value, name):
     def make(*args, size=NO_SIZE, dtype=None, device=None, requires_grad=False, out=None, layout=None,
              pin_memory=False):
-        dt = _dt.as_dtype(dtype) if dtype is not None else _dt.get_default_dtype()
+        dt = _dt.as_dtype(dtype) if dtype is not None else (
+            out._dtype if isinstance(out, Tensor) else _dt.get_default_dtype())
         shape = _size(args) if size is NO_SIZE else size_arg(args, size, name)
-        return full(shape, value, dtype=dt, device=device, requires_grad=requires_grad)
+        r = _full(shape, value, dt, device, requires_grad)
+        return r if out is None else _into_out(r, out)
     make.__name__ = make.__qualname__ = name
     return make
 

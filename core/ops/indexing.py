@@ -186,6 +186,10 @@ def _plan(x, key):
     """Validate `key` against x's shape and turn it into a _Plan (see the module docstring)."""
     shape = x._data.shape
     nd = len(shape)
+    if key.__class__ is slice and nd and (key.step is None or key.step.__class__ is int and key.step > 0):
+        s = slice(*key.indices(shape[0]))              # x[a:b] (the common key): no per-item classification
+        m = len(range(s.start, s.stop, s.step))
+        return _Plan((s, Ellipsis), None, (m,) + shape[1:], m == shape[0])
     if key.__class__ is not tuple:
         key = (key,)
     items = [_classify(it, x) for it in key]
@@ -359,7 +363,9 @@ def _put(x, p, value, accumulate=False, name=None):
         if core != target:
             vd = k["broadcast_to"](vd, target)
     elif is_scalar(value):
-        vd = k["broadcast_to"](_full0(k, scalar_value(value), x._dtype), target)
+        vd = _full0(k, scalar_value(value), x._dtype)
+        if p.key2 is not None:      # (assign and add broadcast a 0-d value themselves: np.broadcast_to costs ~3 us)
+            vd = k["broadcast_to"](vd, target)
     else:
         from .creation import tensor
         return _put(x, p, tensor(value, dtype=x._dtype, device=x._dev), accumulate, name)

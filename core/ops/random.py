@@ -17,7 +17,7 @@ from .. import dtypes as _dt
 from ..device import as_device
 from ._core import Tensor, _make, check_inplace, commit_inplace
 from ._limits import check_shape, out_of_memory
-from .creation import NO_SIZE, _size, check_dtype, resolve_device, size_arg
+from .creation import NO_SIZE, _into_out, _size, check_dtype, resolve_device, size_arg
 
 _DEFAULT_SEED = 67280421310721
 _seed = [_DEFAULT_SEED]
@@ -231,14 +231,20 @@ def _sized(name, args, size):
 
 def rand(*args, size=NO_SIZE, generator=None, dtype=None, device=None, requires_grad=False, out=None):
     """Uniform samples in [0, 1): rand(2, 3), rand((2, 3)) or rand(size=(2, 3))."""
-    return _sample("uniform", args if size is NO_SIZE else _sized("rand", args, size), generator, dtype, device,
-                   requires_grad)
+    if dtype is None and isinstance(out, Tensor):
+        dtype = out.dtype
+    r = _sample("uniform", args if size is NO_SIZE else _sized("rand", args, size), generator, dtype, device,
+                requires_grad)
+    return r if out is None else _into_out(r, out)
 
 
 def randn(*args, size=NO_SIZE, generator=None, dtype=None, device=None, requires_grad=False, out=None):
     """Standard normal samples: randn(2, 3), randn((2, 3)) or randn(size=(2, 3))."""
-    return _sample("normal", args if size is NO_SIZE else _sized("randn", args, size), generator, dtype, device,
-                   requires_grad)
+    if dtype is None and isinstance(out, Tensor):
+        dtype = out.dtype
+    r = _sample("normal", args if size is NO_SIZE else _sized("randn", args, size), generator, dtype, device,
+                requires_grad)
+    return r if out is None else _into_out(r, out)
 
 
 _RANDINT = ["int high, tuple of ints size", "int low, int high, tuple of ints size"]

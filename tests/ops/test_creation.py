@@ -456,3 +456,31 @@ def test_repr_default_dtype_follows_set_default_dtype():
 def test_format_of_scalars():
     """f-strings with a format spec format a one-element tensor's value."""
     assert f"{torch.tensor(math.pi):.3f}" == "3.142"
+
+
+@pytest.mark.parametrize("make, want", [
+    (lambda out: torch.zeros(2, 3, out=out), np.zeros((2, 3))),
+    (lambda out: torch.ones(4, out=out), np.ones(4)),
+    (lambda out: torch.full((3,), 2.5, out=out), np.full(3, 2.5)),
+])
+def test_creation_out_is_resized_and_written(make, want):
+    """out= (was silently ignored by full/zeros/ones): out resized to the result and overwritten, its dtype
+    kept when no dtype is given, and it is the returned tensor."""
+    out = torch.full((1,), -7.0, dtype=torch.float64)
+    r = make(out)
+    assert r is out and out.dtype == torch.float64
+    np.testing.assert_array_equal(out.numpy(), want)
+
+
+def test_rand_and_randn_write_into_out():
+    out = torch.empty(1, dtype=torch.float64)
+    torch.manual_seed(3)
+    r = torch.randn(2, 3, out=out)
+    torch.manual_seed(3)
+    want = torch.randn(2, 3, dtype=torch.float64)
+    assert r is out and out.shape == (2, 3)
+    np.testing.assert_array_equal(out.numpy(), want.numpy())
+    u = torch.rand(5, out=torch.empty(0))
+    assert u.shape == (5,) and bool(((u >= 0) & (u < 1)).all())
+    with pytest.raises(TypeError, match="out= must be a Tensor"):
+        torch.zeros(2, out=[0, 0])

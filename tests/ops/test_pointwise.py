@@ -375,3 +375,34 @@ def test_ieee_special_results_are_silent():
                        text=True, timeout=120)
     assert r.returncode == 0, r.stderr[-2000:]
     assert r.stdout.strip() == "the user's own NumPy calls still warn"
+
+
+@pytest.mark.parametrize("e", [2, 3, 3.0, 0.5, -0.5, -1, -2.0])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_pow_scalar_exponents_computed_by_products(e, dtype):
+    """x ** e for the exponents computed without pow() (x*x*x, sqrt, 1/sqrt, ...: PyTorch's fast paths)
+    against float64 pow; the special values as PyTorch 2.13 gives them (sqrt(-0.) = -0., rsqrt(-0.) = -inf)."""
+    x = np.random.default_rng(1).uniform(0.1, 4.0, 1000) * np.where(np.arange(1000) % 2, 1, -1)
+    if e in (0.5, -0.5):
+        x = np.abs(x)
+    got = (torch.tensor(x, dtype=getattr(torch, dtype)) ** e).numpy()
+    assert got.dtype == np.dtype(dtype)
+    np.testing.assert_allclose(got, np.power(x, float(e)), rtol=4e-7 if dtype == "float32" else 1e-15)
+    special = torch.tensor([-2.0, -0.0, 0.0, float("nan"), float("inf")], dtype=getattr(torch, dtype))
+    want = {2: [4.0, 0.0, 0.0, math.nan, math.inf], 3: [-8.0, -0.0, 0.0, math.nan, math.inf],
+            0.5: [math.nan, -0.0, 0.0, math.nan, math.inf], -0.5: [math.nan, -math.inf, math.inf, math.nan, 0.0],
+            -1: [-0.5, -math.inf, math.inf, math.nan, 0.0], -2: [0.25, math.inf, math.inf, math.nan, 0.0]}[e]
+    r = (special ** e).numpy()
+    np.testing.assert_array_equal(r, np.array(want, dtype))
+    finite = ~np.isnan(r)                # (a NaN's sign bit means nothing)
+    np.testing.assert_array_equal(np.signbit(r[finite]), np.signbit(np.array(want)[finite]))
+
+
+def test_pow_in_place_by_products_reads_the_original_values():
+    """pow_(3) writes into its input: the product must not read values it has already overwritten."""
+    x = torch.tensor([1.0, 2.0, -3.0])
+    x.pow_(3)
+    np.testing.assert_array_equal(x.numpy(), np.array([1.0, 8.0, -27.0], np.float32))
+    y = torch.tensor([4.0, 9.0], dtype=torch.float64, requires_grad=True)
+    (y ** -0.5).sum().backward()
+    np.testing.assert_allclose(y.grad.numpy(), -0.5 * np.array([4.0, 9.0]) ** -1.5, rtol=1e-15)
