@@ -5,6 +5,7 @@ NumPy returns host scalars for 0-d results; every kernel here returns an ndarray
 from __future__ import annotations
 
 import json
+import math
 import warnings
 
 import numpy as np
@@ -194,7 +195,7 @@ def pad(x, widths, mode, value=0):
 
 
 def astype(x, dtype):
-    if x.dtype.kind == "f" and dtype != x.dtype.name:
+    if x.dtype.kind == "f" and x.dtype != dtype:
         # NaN/inf/out-of-range floats cast as PyTorch does (inf on float overflow, unspecified
         # integers), without NumPy's "invalid value / overflow encountered in cast" warnings
         with np.errstate(invalid="ignore", over="ignore"):
@@ -204,6 +205,13 @@ def astype(x, dtype):
         with np.errstate(invalid="ignore", over="ignore"):
             return x.real.astype(dtype)
     return x.astype(dtype)
+
+
+def full(shape, value, dtype):
+    # zeros (most fills: zeros, new buffers, index padding) from np.zeros: 0.14 us against np.full's 0.65
+    if value.__class__ in (int, float, bool) and value == 0 and math.copysign(1.0, value) > 0:   # (not -0.0)
+        return np.zeros(shape, dtype=dtype)
+    return np.full(shape, value, dtype=dtype)
 
 
 def assign(dst, src):
@@ -330,7 +338,7 @@ def build() -> dict:
     k.update(
         from_numpy=lambda a: a,
         to_numpy=lambda x: x,
-        full=lambda shape, value, dtype: np.full(shape, value, dtype=dtype),
+        full=full,
         arange=lambda start, stop, step, dtype: np.arange(start, stop, step, dtype=dtype),
         astype=astype,
         copy=lambda x: np.array(x, order="C", copy=True),

@@ -79,10 +79,23 @@ def _finish(t, requires_grad):
     return t
 
 
+_NUMPY_DTYPES = {}
+
+
+def _is_numpy_dtype(npdt, dt) -> bool:
+    """npdt is dt's NumPy dtype (a cached dtype comparison: NumPy's dtype.name costs ~0.5 us a read)."""
+    want = _NUMPY_DTYPES.get(dt)
+    if want is None:
+        if dt is _dt.bfloat16:          # (ml_dtypes' type: by name, registered on first use)
+            return npdt.name == dt.name
+        want = _NUMPY_DTYPES[dt] = np.dtype(dt.name)
+    return npdt == want
+
+
 def _from_host(arr: np.ndarray, dt, device, requires_grad=False):
     k, dev = resolve_device(device)
     check_dtype(k, dt)
-    if arr.dtype.name != dt.name:
+    if not _is_numpy_dtype(arr.dtype, dt):
         arr = _host_cast(arr, dt)
     backend = k["__backend__"]
     with backend.device_context(dev.index):
@@ -96,7 +109,7 @@ def _infer_dtype(arr: np.ndarray, from_python: bool):
         return _dt.bool_
     if kind in "iu":
         return _dt.int64 if from_python else _dt.as_dtype(arr.dtype)
-    if kind == "f" or arr.dtype.name == "bfloat16":
+    if kind == "f" or (kind == "V" and arr.dtype.name == "bfloat16"):
         return _dt.get_default_dtype() if from_python else _dt.as_dtype(arr.dtype)
     if kind == "c":     # Python complex numbers take the default complex dtype (complex64 for float32)
         return _dt.scalar_dtype(1j) if from_python else _dt.as_dtype(arr.dtype)
@@ -154,7 +167,10 @@ def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=Fal
     dt = _dt.as_dtype(dtype) if dtype is not None else _infer_dtype(arr, from_python)
     if device is None and isinstance(data, Tensor):
         device = data._dev
-    host = np.array(arr, copy=True) if dt is _dt.bfloat16 else np.array(arr, dtype=dt.name, copy=True)
+    if from_python and _is_numpy_dtype(arr.dtype, dt):
+        host = arr                      # already a fresh array of Python data: no second copy
+    else:
+        host = np.array(arr, copy=True) if dt is _dt.bfloat16 else np.array(arr, dtype=dt.name, copy=True)
     return _from_host(host, dt, device, requires_grad)       # (_from_host rounds to bfloat16 as PyTorch)
 
 
