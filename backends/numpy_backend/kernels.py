@@ -13,6 +13,8 @@ from numpy import ndarray
 
 from tensorplug.dispatch.backend_api import BINARY, UNARY
 
+from . import select_loops
+
 # NumPy warns about IEEE results (log(0), inf - inf, float16 overflow); PyTorch's kernels are silent.
 # The filter matches only warnings raised from this package's code, so the user's own NumPy calls
 # still warn, and it costs nothing until a warning is raised (np.errstate per call costs ~0.6 us).
@@ -85,9 +87,17 @@ _erf_ufunc = np.frompyfunc(__import__("math").erf, 1, 1)
 
 
 def _erf(x, out=None):
-    # NumPy has no erf; math.erf per element is exact to the last ulp (and slow, ~0.1 us each).
-    r = np.asarray(_erf_ufunc(x), dtype=object).astype(x.dtype) if isinstance(x, ndarray) \
-        else np.asarray(_erf_ufunc(x))
+    # NumPy has no erf: SciPy's ufunc where installed (1M float32 in 16 ms), else math.erf per element
+    # (exact to the last ulp, ~0.1 us each)
+    try:
+        from scipy.special import erf
+    except ImportError:
+        erf = None
+    if erf is not None and isinstance(x, ndarray) and x.dtype.kind == "f":
+        r = erf(x).astype(x.dtype, copy=False)
+    else:
+        r = np.asarray(_erf_ufunc(x), dtype=object).astype(x.dtype) if isinstance(x, ndarray) \
+            else np.asarray(_erf_ufunc(x))
     if out is not None:
         out[...] = r
         return out
@@ -122,19 +132,23 @@ def _sign(x, out=None):
 
 
 def _sigmoid(x, out=None):
-    if x.dtype.kind == "c":         # no sign branches for complex values
-        r = 1 / (1 + np.exp(-x))
-        if out is not None:
-            out[...] = r
-            return out
-        return _arr(r)
-    # exp of -|x| never overflows; pick the stable branch per sign
-    e = np.exp(-np.abs(x))
-    r = np.where(x >= 0, 1 / (1 + e), e / (1 + e)).astype(x.dtype, copy=False)
-    if out is not None:
-        out[...] = r
-        return out
+    # 1 / (1 + exp(-x)), as PyTorch's CPU kernel: exp(-x) = inf below -88 (float32) gives 0 exactly
+    # (sigmoid is below 2^-126 there). Branch-free: 1M float32 in 1.2 ms; the former
+    # np.where-on-the-sign formula took 6.6 ms.
+    with np.errstate(over="ignore"):
+        e = np.asarray(np.exp(np.negative(x)))      # 0-d inputs give NumPy scalars
+    if e.dtype.kind not in "fc":        # bool / integer inputs: NumPy's exp gave float16 or float64
+        e = e.astype(x.dtype if x.dtype.kind in "fc" else np.float64)
+    e += 1
+    r = np.reciprocal(e, out=e) if out is None else np.divide(1, e, out=out)
     return _arr(r)
+
+
+def _where(c, x, y):
+    loops = select_loops.kernels()
+    if loops is not None and (r := loops["where"](c, x, y)) is not None:
+        return r
+    return _arr(np.where(c, x, y))
 
 
 # Reductions call the ufunc methods, not np.sum & co: those wrappers are slower, and the warnings they
@@ -347,7 +361,7 @@ def build() -> dict:
         uniform=uniform, normal=normal, randint=randint, randperm=randperm, bernoulli=bernoulli,
         standard_gamma=standard_gamma, poisson=poisson, binomial=binomial,
         rng_get_state=rng_get_state, rng_set_state=rng_set_state,
-        where=lambda c, x, y: _arr(np.where(c, x, y)),
+        where=_where,
         sum=_reduce(np.add), prod=_reduce(np.multiply),
         max=_minmax(np.maximum), min=_minmax(np.minimum), any=_minmax(np.logical_or), all=_minmax(np.logical_and),
         argmax=_arg(np.argmax), argmin=_arg(np.argmin),
