@@ -59,7 +59,9 @@ def test_where_other_forms_fall_back(where_path):
     x32 = rng.standard_normal((40, 70)).astype(np.float32)
     x64 = rng.standard_normal((40, 70))
     for args in ((c, x32, x64), (c, x32.T.copy().T, x32[::-1]), (c, x32, np.float64(2.0)),
-                 (c[:, :1], x32, 0.5), (c.reshape(40, 1, 70), x32.reshape(40, 1, 70) * np.ones((1, 3, 1), np.float32), 0.5), (c, x32.astype(np.float16), 1.0), (c, x32, 10 ** 30)):
+                 (c[:, :1], x32, 0.5),
+                 (c.reshape(40, 1, 70), x32.reshape(40, 1, 70) * np.ones((1, 3, 1), np.float32), 0.5),
+                 (c, x32.astype(np.float16), 1.0), (c, x32, 10 ** 30)):
         got, want = W(*args), np.where(*args)
         assert got.dtype == want.dtype and np.array_equal(got, want, equal_nan=True)
 
