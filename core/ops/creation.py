@@ -35,9 +35,9 @@ def resolve_device(device):
         if dev.index >= n:
             raise RuntimeError(f"device {dev} is out of range: backend {backend.name!r} has {n} "
                                f"{dev.type} device(s)")
-    elif dev.index not in (None, 0):
-        raise RuntimeError(f"device type {dev.type!r} has a single device; got {dev}")
-    else:
+    elif dev.index is not None:
+        if dev.index != 0:
+            raise RuntimeError(f"device type {dev.type!r} has a single device; got {dev}")
         dev = Device(dev.type)
     return backend.kernels_for(dev.index), dev
 

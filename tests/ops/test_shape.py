@@ -270,6 +270,35 @@ def test_seed_cat_stack():
     assert s0.shape == (3, 2, 3)
 
 
+@pytest.mark.parametrize("dim", [0, 1, 2, -1, -3])
+def test_stack_every_dim_promotion_and_gradients(dim):
+    """stack equals np.stack along every new dim, promotes dtypes like cat, records StackBackward0,
+    and its gradient (first and second order) is the slice of the output gradient per input."""
+    rng = np.random.default_rng(3)
+    a = torch.tensor(rng.standard_normal((2, 3)), requires_grad=True)
+    b = torch.tensor(rng.standard_normal((2, 3)), requires_grad=True)
+    c = torch.tensor(rng.integers(-5, 5, (2, 3)))
+    r = torch.stack([a, b, c], dim)
+    want = np.stack([a.detach().numpy(), b.detach().numpy(), c.numpy().astype(np.float64)], dim)
+    assert r.dtype == torch.float64 and r.grad_fn.name() == "StackBackward0"
+    assert np.array_equal(r.detach().numpy(), want)
+    w = torch.tensor(rng.standard_normal(want.shape))
+    (r * w).sum().backward()
+    wn = np.moveaxis(w.numpy(), dim, 0)
+    assert np.array_equal(a.grad.numpy(), wn[0]) and np.array_equal(b.grad.numpy(), wn[1])
+    assert gradcheck(lambda x, y: torch.stack([x, y], dim), (a, b))
+    assert gradgradcheck(lambda x, y: torch.stack([x, y], dim), (a, b))
+
+
+def test_stack_zero_dim_and_errors():
+    assert torch.stack([torch.tensor(1), torch.tensor(2.5)]).tolist() == [1.0, 2.5]
+    with pytest.raises(RuntimeError, match=r"stack expects each tensor to be equal size, but got \[2\] at entry 0 "
+                                           r"and \[3\] at entry 1"):
+        torch.stack([torch.ones(2), torch.ones(3)])
+    with pytest.raises(IndexError, match="Dimension out of range"):
+        torch.stack([torch.ones(2), torch.ones(2)], 2)
+
+
 def test_seed_chunk_uneven_last():
     """torch.chunk: chunk size ceil(n / chunks), the last chunk smaller."""
     a = torch.ones((2, 7))
