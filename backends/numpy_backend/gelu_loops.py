@@ -16,9 +16,10 @@ backends.numpy_backend.gelu_loops from a checkout) fails to load under another.
 from __future__ import annotations
 
 import math
-import os
 
 import numpy as np
+
+from . import numba_loops
 
 _state = {}
 
@@ -31,16 +32,10 @@ _ERFC_FIT = (0.17087277, -0.82215223, 1.48851587, -1.13520398, 0.27886807, -0.18
 
 def kernels():
     """{"gelu": f(x), "gelu_backward": f(grad, x)} for float32 arrays, or None without numba."""
-    if "k" not in _state:
-        _state["k"] = None if os.environ.get("TENSORPLUG_NUMBA", "1") == "0" else _build()
-    return _state["k"]
+    return numba_loops.cached(_state, _build)
 
 
-def _build():
-    try:
-        import numba
-    except ImportError:
-        return None
+def _build(numba):
     f32 = np.float32
     c = tuple(f32(v) for v in _ERFC_FIT)
     half, one, inv_sqrt2, inv_sqrt_2pi = f32(0.5), f32(1.0), f32(_INV_SQRT2), f32(_INV_SQRT_2PI)

@@ -86,13 +86,19 @@ def _pow(x, y, out=None):
 _erf_ufunc = np.frompyfunc(__import__("math").erf, 1, 1)
 
 
+_scipy_erf = []      # [scipy.special.erf or None], looked up on the first erf (SciPy is optional)
+
+
 def _erf(x, out=None):
     # NumPy has no erf: SciPy's ufunc where installed (1M float32 in 16 ms), else math.erf per element
     # (exact to the last ulp, ~0.1 us each)
-    try:
-        from scipy.special import erf
-    except ImportError:
-        erf = None
+    if not _scipy_erf:
+        try:
+            from scipy.special import erf
+        except ImportError:
+            erf = None
+        _scipy_erf.append(erf)
+    erf = _scipy_erf[0]
     if erf is not None and isinstance(x, ndarray) and x.dtype.kind == "f":
         r = erf(x).astype(x.dtype, copy=False)
     else:

@@ -13,9 +13,9 @@ None for anything else and the caller runs np.where. `kernels()` is None without
 """
 from __future__ import annotations
 
-import os
-
 import numpy as np
+
+from . import numba_loops
 
 _state = {}
 _DTYPES = frozenset(np.dtype(n) for n in ("float32", "float64", "int32", "int64"))
@@ -25,16 +25,10 @@ MIN_ELEMENTS = 2048     # below it np.where's branches cost less than a compiled
 
 def kernels():
     """{"where": f(c, x, y) -> array or None}, or None without numba."""
-    if "k" not in _state:
-        _state["k"] = None if os.environ.get("TENSORPLUG_NUMBA", "1") == "0" else _build()
-    return _state["k"]
+    return numba_loops.cached(_state, _build)
 
 
-def _build():
-    try:
-        import numba
-    except ImportError:
-        return None
+def _build(numba):
     jit = numba.njit(nogil=True)
 
     # c: (M,) bool; arrays: (R, M) with the result's layout; the condition repeats over the rows

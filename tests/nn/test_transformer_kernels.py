@@ -9,7 +9,10 @@ import pytest
 import tensorplug as tp
 import tensorplug.nn.functional as F
 from tensorplug.autograd import gradcheck, gradgradcheck
+from tensorplug.backends.numpy_backend import gelu_loops
 from tensorplug.dispatch import optional_transformer as OT
+
+from _numba_paths import loops_fixture
 
 rng = np.random.default_rng(0)
 
@@ -110,15 +113,8 @@ def test_layer_norm_kernels(table, affine):
         np.testing.assert_allclose(dbk, g.sum(0), rtol=tol, atol=tol)
 
 
-@pytest.fixture(params=["numpy formula", "numba loops"])
-def gelu_path(request, monkeypatch):
-    """The NumPy backend's two ways to exact float32 GELU (backends/numpy_backend/gelu_loops.py)."""
-    from tensorplug.backends.numpy_backend import gelu_loops
-    if request.param == "numpy formula":
-        monkeypatch.setitem(gelu_loops._state, "k", None)
-    elif gelu_loops.kernels() is None:
-        pytest.skip("numba is not installed (the fast extra) or TENSORPLUG_NUMBA=0: the loops are not used")
-    return request.param
+# the NumPy backend's two ways to exact float32 GELU (backends/numpy_backend/gelu_loops.py)
+gelu_path = loops_fixture(gelu_loops, "numpy formula")
 
 
 def test_gelu_float32_strided_and_special_values(gelu_path):

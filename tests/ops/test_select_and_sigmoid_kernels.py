@@ -8,6 +8,8 @@ import pytest
 import tensorplug as torch
 from tensorplug.backends.numpy_backend import select_loops
 
+from _numba_paths import loops_fixture
+
 rng = np.random.default_rng(7)
 
 
@@ -15,13 +17,7 @@ def _kernels():
     return torch.zeros(1)._k
 
 
-@pytest.fixture(params=["np.where", "numba loops"])
-def where_path(request, monkeypatch):
-    if request.param == "np.where":
-        monkeypatch.setitem(select_loops._state, "k", None)
-    elif select_loops.kernels() is None:
-        pytest.skip("numba is not installed (the fast extra) or TENSORPLUG_NUMBA=0: the loops are not used")
-    return request.param
+where_path = loops_fixture(select_loops, "np.where")
 
 
 def _special(shape, dtype):
