@@ -20,11 +20,15 @@ class NumpyBackend(Backend):
         return build()
 
     def fuse_pointwise(self, program):
-        # opt-in: measured on this project's 2-core machines, NumPy's SIMD ufuncs beat numexpr's fused
-        # loop (one thread) 3x on arithmetic chains and 6x on tanh (docs/compile.md)
-        if os.environ.get("TENSORPLUG_FUSE") != "numexpr":
+        # TENSORPLUG_FUSE: "numba" (default; a compiled loop, the `fast` extra), "numexpr" (the `compile`
+        # extra: measured 3x slower than NumPy's SIMD ufuncs on one thread, docs/compile.md), "none"
+        engine = os.environ.get("TENSORPLUG_FUSE", "numba")
+        if engine == "numba":
+            from .fusion_numba import fuse_pointwise
+        elif engine == "numexpr":
+            from .fusion_numexpr import fuse_pointwise
+        else:
             return None
-        from .fusion import fuse_pointwise
         return fuse_pointwise(program)
 
     # tensorplug.set_num_threads / get_num_threads: the thread pools of NumPy's BLAS and of any OpenMP
@@ -32,7 +36,7 @@ class NumpyBackend(Backend):
     def set_num_threads(self, n: int) -> None:
         from threadpoolctl import threadpool_limits
         threadpool_limits(limits=n)
-        if "numexpr" in sys.modules:         # compiled tapes' fused kernels (fusion.py)
+        if "numexpr" in sys.modules:         # compiled tapes' fused kernels (fusion_numexpr.py)
             sys.modules["numexpr"].set_num_threads(n)
 
     def get_num_threads(self) -> int:

@@ -33,10 +33,13 @@ class PointwiseProgram:
     j-th input array), ("step", i) or ("const", number); the last step is the result. `inputs` are the
     input arrays' dtype names (at least one), `dtype` the result's (float32 / float64 / bool), and
     `float_dtype` the one float dtype of every non-bool value (constants take it). Comparisons give
-    bool, every other step float_dtype; where's condition is a bool input or a comparison."""
+    bool, every other step float_dtype; where's condition is a bool input or a comparison.
+    `shapes`: the input arrays' shapes at capture (None when unknown), so that a backend can compile
+    its kernel for them during the capture instead of at the first replay."""
 
-    def __init__(self, inputs, steps, dtype, float_dtype):
+    def __init__(self, inputs, steps, dtype, float_dtype, shapes=None):
         self.inputs, self.steps, self.dtype, self.float_dtype = inputs, steps, dtype, float_dtype
+        self.shapes = shapes
 
     def __repr__(self):
         return f"PointwiseProgram({self.inputs} -> {self.dtype}: {self.steps})"
@@ -186,4 +189,5 @@ def _program(ops, tree, root, meta):
         steps.append((op.name, tuple(operands)))
     if len(floats) != 1 or not in_slots:
         return None
-    return PointwiseProgram(in_dtypes, steps, meta[ops[root].out.index][1], floats.pop()), in_slots
+    shapes = [tuple(meta[s][0]) for s in in_slots]
+    return PointwiseProgram(in_dtypes, steps, meta[ops[root].out.index][1], floats.pop(), shapes), in_slots

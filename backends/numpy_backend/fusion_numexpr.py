@@ -1,9 +1,10 @@
-"""The NumPy backend's pointwise fusion (Backend.fuse_pointwise): a PointwiseProgram as one numexpr
-expression, evaluated in one blocked, multi-threaded pass instead of one NumPy pass per op.
+"""The NumPy backend's alternative pointwise fusion (Backend.fuse_pointwise with TENSORPLUG_FUSE=numexpr;
+the default is fusion_numba.py): a PointwiseProgram as one numexpr expression, evaluated in one
+blocked, multi-threaded pass instead of one NumPy pass per op.
 
-numexpr is optional (the `compile` extra) and opt-in (TENSORPLUG_FUSE=numexpr): measured on 1M
-float32 with one thread, an 8-op arithmetic chain took 8.3 ms in numexpr against 2.5 ms in NumPy's
-SIMD ufuncs, tanh 26.7 against 4.2 ms, exp 3.7 against 4.0 ms. Without it, compiled tapes run op by op.
+numexpr is optional (`pip install numexpr`; the test extra has it). Measured on 1M float32 with one
+thread, an 8-op arithmetic chain took 8.3 ms in numexpr against 2.5 ms in NumPy's SIMD ufuncs, tanh
+26.7 against 4.2 ms, exp 3.7 against 4.0 ms. Without it, compiled tapes run op by op.
 
 Constants travel as 0-d arrays of the program's float dtype, since a literal float in a numexpr
 expression is a double and would widen float32 results. Semantics kept from the NumPy
