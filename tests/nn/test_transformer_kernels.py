@@ -9,7 +9,7 @@ import pytest
 import tensorplug as tp
 import tensorplug.nn.functional as F
 from tensorplug.autograd import gradcheck, gradgradcheck
-from tensorplug.backends.numpy_backend import gelu_loops
+from tensorplug.backends.numpy_backend import gelu_loops, norm_loops
 from tensorplug.dispatch import optional_transformer as OT
 
 from _numba_paths import loops_fixture
@@ -85,9 +85,12 @@ def test_native_softmax_rows(n):
     assert np.isnan(K["softmax"](xn, 1)[2]).all() and not np.isnan(K["softmax"](xn, 1)[3]).any()
 
 
+norm_path = loops_fixture(norm_loops, "numpy formula")
+
+
 @pytest.mark.parametrize("table", TABLES)
 @pytest.mark.parametrize("affine", [True, False])
-def test_layer_norm_kernels(table, affine):
+def test_layer_norm_kernels(table, affine, norm_path):
     """layer_norm forward (y, mean, rstd) and backward (dx, dw, db) against float64 formulas."""
     K = TABLES[table]()
     m, n, eps = 6, 37, 1e-5
@@ -111,6 +114,34 @@ def test_layer_norm_kernels(table, affine):
         np.testing.assert_allclose(dxk, dx, rtol=tol, atol=tol)
         np.testing.assert_allclose(dwk, (g * xh).sum(0), rtol=tol, atol=tol)
         np.testing.assert_allclose(dbk, g.sum(0), rtol=tol, atol=tol)
+        assert (yk.dtype, mk.dtype, rk.dtype, dxk.dtype, dwk.dtype, dbk.dtype) == (np.dtype(dt),) * 6
+
+
+def test_layer_norm_float32_large_offset_nan_and_noncontiguous(norm_path):
+    """float32 rows far from zero (the variance is a small difference), a NaN row, a transposed input."""
+    K = _native()
+    x = rng.standard_normal((40, 96)) * 0.1 + 100.0
+    x[3, 5] = np.nan
+    w, b, g = rng.standard_normal(96), rng.standard_normal(96), rng.standard_normal((40, 96))
+    mu = x.mean(1, keepdims=True)
+    rs = 1 / np.sqrt(((x - mu) ** 2).mean(1, keepdims=True) + 1e-5)
+    xh = (x - mu) * rs
+    f = np.float32
+    xf = np.asfortranarray(x.astype(f))                      # not C-contiguous
+    yk, mk, rk = K["layer_norm"](xf, w.astype(f), b.astype(f), 1e-5)
+    ok = ~np.isnan(x).any(1)
+    assert np.isnan(yk[3]).all() and np.isnan(mk[3]) and not np.isnan(yk[ok]).any()
+    # float32 inputs near 100 carry 4e-6 of rounding (4e-5 of their spread), and so does the float32
+    # mean the normalization subtracts: compare with the float64 statistics of those inputs
+    x32 = x.astype(f).astype(np.float64)
+    mu32 = x32.mean(1, keepdims=True)
+    rs32 = 1 / np.sqrt(((x32 - mu32) ** 2).mean(1, keepdims=True) + 1e-5)
+    np.testing.assert_allclose(yk[ok], ((x32 - mu32) * rs32 * w + b)[ok], rtol=1e-3, atol=1e-3)
+    np.testing.assert_allclose(rk[ok], rs32[ok, 0], rtol=1e-4)
+    np.testing.assert_allclose(mk[ok], mu32[ok, 0], rtol=3e-7)          # 2 float32 ulps at 100
+    dxk, dwk, dbk = K["layer_norm_backward"](g.astype(f), xf, mk, rk, w.astype(f))
+    assert np.isnan(dxk[3]).all() and np.isnan(dwk).all() and not np.isnan(dbk).any()
+    assert xh.shape == dxk.shape
 
 
 # the NumPy backend's two ways to exact float32 GELU (backends/numpy_backend/gelu_loops.py)
