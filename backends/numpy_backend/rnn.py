@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from . import rnn_loops
+
 _GATES = {"RNN_TANH": 1, "RNN_RELU": 1, "LSTM": 4, "GRU": 3}
 
 
@@ -82,13 +84,26 @@ def rnn_layer(mode, x, h0, c0, w_hh, b_hh, w_hr, batch_sizes, reverse):
     gates = np.empty((rows, G * H), dtype=acc) if (lstm or gru) else None
     cells = np.empty((rows, H), dtype=acc) if (lstm or gru) else None
     c = np.array(c0, dtype=acc) if lstm else None
+    loops = rnn_loops.kernels() if lstm and acc == np.float32 else None
+    if loops is not None:
+        cell = loops["lstm_cell"]
+        bias = np.empty(0, acc) if b_hh is None else np.ascontiguousarray(b_hh)
+        pre = None if wrt is None else np.empty((h.shape[0], H), dtype=acc)
     if lstm:
         scale = np.full(G * H, 0.5, dtype=acc)
         scale[2 * H:3 * H] = 1.0
     for t in (range(len(batch_sizes) - 1, -1, -1) if reverse else range(len(batch_sizes))):
         bs, o = batch_sizes[t], offs[t]
         xt, ht, ot = x[o:o + bs], h[:bs], out[o:o + bs]
-        if lstm:
+        if loops is not None:                       # one loop for the step's pointwise work
+            g = gates[o:o + bs]
+            np.matmul(ht, wt, out=g)
+            if wrt is None:
+                cell(g, xt, bias, c[:bs], cells[o:o + bs], ot)
+            else:
+                cell(g, xt, bias, c[:bs], cells[o:o + bs], pre[:bs])
+                np.matmul(pre[:bs], wrt, out=ot)
+        elif lstm:
             g = gates[o:o + bs]
             np.matmul(ht, wt, out=g)
             g += xt
@@ -166,9 +181,14 @@ def rnn_layer_backward(mode, d_out, d_hn, d_cn, h0, c0, w_hh, w_hr, out, gates, 
         dm_all = np.empty((rows, H), dtype=acc) if w_hr is not None else None
         dht_all = np.empty_like(out) if w_hr is not None else None
         dx3 = dx.reshape(rows, 4, H)
+        loops = rnn_loops.kernels() if acc == np.float32 and w_hr is None else None
         for t in order:
             bs, s = batch_sizes[t], slice(offs[t], offs[t] + batch_sizes[t])
             dht = dh[:bs]
+            if loops is not None:                   # one loop for the step's pointwise work
+                loops["lstm_cell_backward"](dht, d_out[s], dc[:bs], a[s], coef[s], co[s], f[s], dx[s])
+                np.matmul(dx[s], w_hh, out=dht)
+                continue
             dht += d_out[s]
             if w_hr is None:
                 dm = dht

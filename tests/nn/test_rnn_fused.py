@@ -10,8 +10,11 @@ import pytest
 import tensorplug as tp
 from tensorplug import nn
 from tensorplug.autograd import gradcheck, gradgradcheck
+from tensorplug.backends.numpy_backend import rnn_loops
 from tensorplug.nn.modules import rnn as rnn_mod
 from tensorplug.nn.utils import rnn as rnn_utils
+
+from _numba_paths import loops_fixture
 
 CONFIGS = [
     ("LSTM", dict(num_layers=2, bidirectional=True)),
@@ -61,12 +64,16 @@ def test_fused_equals_tensor_op_path(kind, kw, packed, monkeypatch):
         np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-13)
 
 
+lstm_cell_path = loops_fixture(rnn_loops, "numpy ufuncs")     # the float32 LSTM step's pointwise work
+
+
+@pytest.mark.parametrize("packed", [False, True])
 @pytest.mark.parametrize("kind,kw", CONFIGS[:3])
-def test_float32_fused_equals_tensor_op_path(kind, kw, monkeypatch):
+def test_float32_fused_equals_tensor_op_path(kind, kw, packed, monkeypatch, lstm_cell_path):
     m = _make(kind, tp.float32, **kw)
-    outs, grads, _ = _run(m, kind, False, tp.float32)
+    outs, grads, _ = _run(m, kind, packed, tp.float32)
     monkeypatch.setattr(rnn_mod, "_FUSED", False)
-    ref_outs, ref_grads, _ = _run(m, kind, False, tp.float32)
+    ref_outs, ref_grads, _ = _run(m, kind, packed, tp.float32)
     for a, b in zip(outs + grads, ref_outs + ref_grads):
         assert a.dtype == np.float32
         np.testing.assert_allclose(a, b, rtol=2e-5, atol=2e-6)
@@ -133,3 +140,22 @@ def test_cells_fused_equal_tensor_op_path(cls, n, monkeypatch):
     monkeypatch.setattr(rnn_mod, "_FUSED", False)
     for a, b in zip(fused, run()):
         np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-13)
+
+
+def test_float32_lstm_against_float64_at_word_lm_like_sizes(lstm_cell_path):
+    """A wider float32 LSTM (both step paths) against the same weights in float64."""
+    tp.manual_seed(1)
+    m32 = nn.LSTM(16, 48, num_layers=2)
+    m64 = nn.LSTM(16, 48, num_layers=2).double()
+    m64.load_state_dict({k: v.double() for k, v in m32.state_dict().items()})
+    x = np.random.default_rng(5).standard_normal((12, 5, 16))
+    res = []
+    for m, dt in ((m32, tp.float32), (m64, tp.float64)):
+        xt = tp.tensor(x, dtype=dt, requires_grad=True)
+        out, (h, c) = m(xt)
+        loss = (out * out).sum() + h.sum() + (c * c).sum()
+        grads = tp.autograd.grad(loss, [xt] + list(m.parameters()))
+        res.append([out.detach().numpy(), c.detach().numpy()] + [g.numpy() for g in grads])
+    for a, b in zip(*res):
+        assert a.dtype == np.float32
+        np.testing.assert_allclose(a, b, rtol=2e-4, atol=2e-5)
