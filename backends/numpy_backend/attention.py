@@ -97,6 +97,14 @@ def _tiles(n, L, S, causal):
             yield h0, h1, r0, r1, (min(S, r1) if causal else S)
 
 
+def _scaled(q, n, dt, scale):
+    """q * scale as a new C-contiguous (n, L, E) array of dt, in one pass: q is usually a transposed view
+    of the qkv projection, which a reshape would copy first."""
+    out = np.empty(q.shape, dt)
+    np.multiply(q, dt.type(scale), out=out)
+    return out.reshape((n,) + q.shape[-2:])
+
+
 def _flat(x, n):
     return x.reshape((n,) + x.shape[-2:])
 
@@ -132,8 +140,7 @@ def sdpa(q, k, v, mask, keep, p, causal, scale, probs):
     dt = _compute_dtype(dt0)
     lead, L, S, Ev = q.shape[:-2], q.shape[-2], k.shape[-2], v.shape[-1]
     n = math.prod(lead)
-    qs = _flat(q, n).astype(dt, copy=True)
-    qs *= dt.type(scale)
+    qs = _scaled(q, n, dt, scale)
     k3, v3 = _flat(k, n).astype(dt, copy=False), _flat(v, n).astype(dt, copy=False)
     masks = _Masks(mask if mask is None or mask.dtype == np.bool_ else mask.astype(dt, copy=False), keep,
                    lead, n, L, S)
@@ -181,8 +188,7 @@ def sdpa_backward(g, q, k, v, out, lse, weights, mask, keep, p, causal, scale):
     dt = _compute_dtype(dt0)
     lead, L, S, E, Ev = q.shape[:-2], q.shape[-2], k.shape[-2], q.shape[-1], v.shape[-1]
     n = math.prod(lead)
-    qs = _flat(q, n).astype(dt, copy=True)
-    qs *= dt.type(scale)
+    qs = _scaled(q, n, dt, scale)
     k3, v3 = _flat(k, n).astype(dt, copy=False), _flat(v, n).astype(dt, copy=False)
     g3 = _flat(g, n).astype(dt, copy=False)
     masks = _Masks(mask if mask is None or mask.dtype == np.bool_ else mask.astype(dt, copy=False), keep,
