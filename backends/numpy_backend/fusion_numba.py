@@ -225,4 +225,4 @@ def _op_by_op(program, arrays):
 
 def _build(numba):
     from . import numba_math
-    return numba, numba_math.build(numba)
+    return numba, numba_math.functions()

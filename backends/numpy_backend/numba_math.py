@@ -25,6 +25,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from . import numba_loops
+
+_state = {}
 _F = np.float32
 _LOG2E = _F(1.4426950408889634)
 _LN2_HI, _LN2_LO = _F(0.693359375), _F(-2.12194440e-4)      # ln 2 = hi + lo, hi exact in 9 bits
@@ -38,6 +41,12 @@ _ROUND_BITS = int(np.array(_ROUND).view(np.int32))
 _ONE, _TWO = _F(1.0), _F(2.0)
 _TANH_SMALL = _F(0.625)
 _TANH_IDENTITY = _F(2.0 ** -12)           # below it x - x^3/3 rounds to x
+
+
+def functions():
+    """build(numba)'s functions, built once per process and shared by every module of loops (None
+    without numba or with TENSORPLUG_NUMBA=0)."""
+    return numba_loops.cached(_state, build)
 
 
 def build(numba):

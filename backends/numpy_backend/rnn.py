@@ -89,7 +89,7 @@ def rnn_layer(mode, x, h0, c0, w_hh, b_hh, w_hr, batch_sizes, reverse):
         cell = loops["lstm_cell"]
         bias = np.empty(0, acc) if b_hh is None else np.ascontiguousarray(b_hh)
         pre = None if wrt is None else np.empty((h.shape[0], H), dtype=acc)
-    if lstm:
+    if lstm and loops is None:
         scale = np.full(G * H, 0.5, dtype=acc)
         scale[2 * H:3 * H] = 1.0
     for t in (range(len(batch_sizes) - 1, -1, -1) if reverse else range(len(batch_sizes))):

@@ -25,7 +25,7 @@ def kernels():
 
 def _build(numba):
     from . import numba_math
-    tanh = numba_math.build(numba)["tanh"]
+    tanh = numba_math.functions()["tanh"]
     jit = numba.njit(nogil=True, error_model="numpy")
     half = np.float32(0.5)
 
