@@ -2,9 +2,9 @@
 loops on and off, interleaved in one process (the machine's load drifts less between the two sides
 than between two runs). Prints the median and best step time of each side and their ratio.
 
-Modules: gelu_loops, norm_loops (LayerNorm), rnn_loops (LSTM cell), select_loops (where).
-Workloads: char / adder (bench/gpt_step.py's GPT steps), lstm (2x200 LSTM, 35 steps, batch 20,
-forward + backward of out.sum()).
+Modules: gelu_loops, norm_loops (LayerNorm), rnn_loops (LSTM cell), select_loops (where), conv_loops
+(im2col / col2im). Workloads: char / adder (bench/gpt_step.py's GPT steps), lstm (2x200 LSTM, 35 steps,
+batch 20, forward + backward of out.sum()), lenet (bench/lenet_step.py's LeNet-5 SGD step, batch 64).
 
     python bench/tools/numba_ab.py norm_loops char [--rounds 15] [--threads 1]
 
@@ -29,6 +29,18 @@ def _step(tp, workload):
         xn, yn = gpt_step.data(c)
         model = gpt_step.build(tp, c)
         return gpt_step.make_step(tp, model, tp.from_numpy(xn), tp.from_numpy(yn), c)
+    if workload == "lenet":
+        import lenet_step
+        tp.manual_seed(0)
+        model = lenet_step.lenet_class(tp)()
+        opt = tp.optim.SGD(model.parameters(), lr=lenet_step.LR)
+        x, y = tp.randn(64, 1, 28, 28), tp.randint(0, 10, (64,))
+
+        def lenet():
+            opt.zero_grad()
+            tp.nn.functional.cross_entropy(model(x), y).backward()
+            opt.step()
+        return lenet
     tp.manual_seed(0)
     lstm = tp.nn.LSTM(200, 200, num_layers=2)
     x = tp.randn(35, 20, 200, requires_grad=True)
@@ -41,8 +53,8 @@ def _step(tp, workload):
 
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("module", choices=["gelu_loops", "norm_loops", "rnn_loops", "select_loops"])
-    p.add_argument("workload", choices=["char", "adder", "lstm"])
+    p.add_argument("module", choices=["gelu_loops", "norm_loops", "rnn_loops", "select_loops", "conv_loops"])
+    p.add_argument("workload", choices=["char", "adder", "lstm", "lenet"])
     p.add_argument("--rounds", type=int, default=15)
     p.add_argument("--threads", type=int, default=1)
     a = p.parse_args(argv)
