@@ -9,7 +9,7 @@ import pytest
 import tensorplug as tp
 import tensorplug.nn.functional as F
 from tensorplug.autograd import gradcheck, gradgradcheck
-from tensorplug.backends.numpy_backend import gelu_loops, norm_loops
+from tensorplug.backends.numpy_backend import embedding_loops, gelu_loops, norm_loops
 from tensorplug.dispatch import optional_transformer as OT
 
 from _numba_paths import loops_fixture
@@ -188,10 +188,13 @@ def test_gelu_kernels(table, approximate, gelu_path):
         np.testing.assert_allclose(got, gelu_ref(xt, "none"), rtol=3e-5)
 
 
+embedding_path = loops_fixture(embedding_loops, "numpy formula")
+
+
 @pytest.mark.parametrize("table", TABLES)
 @pytest.mark.parametrize("num", [5, 300])          # the one-hot GEMM and the sort + reduceat paths
 @pytest.mark.parametrize("padding_idx", [None, 2])
-def test_embedding_backward_kernel(table, num, padding_idx):
+def test_embedding_backward_kernel(table, num, padding_idx, embedding_path):
     """Row sums of grad by index (duplicates summed, padding row zero), and no indices at all."""
     K = TABLES[table]()
     idx = rng.integers(0, num, 200)
@@ -208,6 +211,24 @@ def test_embedding_backward_kernel(table, num, padding_idx):
         np.testing.assert_allclose(got, want, rtol=tol, atol=tol)
     empty = K["embedding_backward"](np.zeros((0, 4)), np.zeros(0, np.int64), num, padding_idx)
     assert empty.shape == (num, 4) and not empty.any()
+
+
+def test_embedding_backward_float32_strided_rows_and_bad_index(embedding_path):
+    """Gradient rows that are a column slice of a wider array (cat's backward) or a transposed view give
+    the float64 row sums; an index outside the table is an IndexError on the loops' path."""
+    K = _native()
+    wide = rng.standard_normal((120, 3 * 8)).astype(np.float32)
+    idx = rng.integers(0, 7, 120)
+    for g in (wide[:, 8:16], np.asarray(wide[:, :8].T.copy().T), wide[::2, :8]):
+        i = idx[:g.shape[0]]
+        want = np.zeros((7, 8))
+        np.add.at(want, i, g.astype(np.float64))
+        got = K["embedding_backward"](g, i, 7, None)
+        assert got.dtype == np.float32
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+    if embedding_path == "numba loops":
+        with pytest.raises(IndexError, match="outside the table"):
+            K["embedding_backward"](wide[:, :8], np.full(120, 7), 7, None)
 
 
 # -- the frontend: fused backward kernels (create_graph off) == Tensor-op formulas (create_graph on) ----
