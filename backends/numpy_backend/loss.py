@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from . import loss_loops
 from .transformer import _rowmax, _wide
 
 
@@ -87,13 +88,26 @@ def _lse(x, smooth, weight):
     return lse, sm
 
 
+_F32 = np.dtype(np.float32)
+
+
+def _loops_lse(x):
+    """loss_loops' row log-sum-exp of float32 x, or None (another dtype, no numba, a row not finite)."""
+    if x.dtype != _F32 or (loops := loss_loops.kernels()) is None:
+        return None
+    lse = loops["lse"](x)
+    return lse if np.isfinite(lse).all() else None
+
+
 @_wide
 def cross_entropy_loss(x, target, weight, ignore_index, label_smoothing, reduction):
     x = np.ascontiguousarray(x)
     m, c = x.shape
     s = float(label_smoothing)
     safe, valid, wt = _rows(x, target, weight, ignore_index)
-    lse, smooth = _lse(x, s > 0, weight)
+    lse = _loops_lse(x) if s == 0 else None
+    if lse is None:
+        lse, smooth = _lse(x, s > 0, weight)
     loss = lse - x.reshape(-1)[_flat(safe, c)]
     if wt is not None:
         loss *= wt
@@ -127,6 +141,10 @@ def cross_entropy_loss_backward(grad, x, target, weight, lse, denom, ignore_inde
     if s > 0:
         b = g * (s / c) if valid is None else g * valid * (s / c)
         coef = a + b * (c if weight is None else weight.sum())
+    elif x.dtype == _F32 and (loops := loss_loops.kernels()) is not None and np.isfinite(lse).all() \
+            and np.isfinite(a).all():
+        a = np.ascontiguousarray(np.broadcast_to(a, (m,)), dtype=_F32)
+        return loops["backward"](x, lse, a, np.ascontiguousarray(safe, dtype=np.int64), a)
     p = np.empty_like(x)
     finite = True
     for i, j in _blocks(m, c):
