@@ -185,6 +185,8 @@ def _cdf(x):
 @_wide
 def gelu(x, approximate):
     if approximate == "tanh":
+        if x.dtype == _F32 and (loops := gelu_loops.kernels()) is not None:
+            return loops["gelu_tanh"](x)
         u = x * x
         u *= 0.044715 * _SQRT_2_OVER_PI
         u += _SQRT_2_OVER_PI
@@ -202,6 +204,8 @@ def gelu(x, approximate):
 @_wide
 def gelu_backward(grad, x, approximate):
     if approximate == "tanh":
+        if x.dtype == _F32 and grad.shape == x.shape and (loops := gelu_loops.kernels()) is not None:
+            return loops["gelu_tanh_backward"](grad, x)
         x2 = x * x
         t = np.tanh(x * (_SQRT_2_OVER_PI + x2 * (0.044715 * _SQRT_2_OVER_PI)))
         du = x2 * (3 * 0.044715 * _SQRT_2_OVER_PI)

@@ -148,20 +148,22 @@ def test_layer_norm_float32_large_offset_nan_and_noncontiguous(norm_path):
 gelu_path = loops_fixture(gelu_loops, "numpy formula")
 
 
-def test_gelu_float32_strided_and_special_values(gelu_path):
+@pytest.mark.parametrize("approximate", ["none", "tanh"])
+def test_gelu_float32_strided_and_special_values(approximate, gelu_path):
     """A transposed (non-contiguous) input keeps its shape; NaN stays NaN, gelu(inf) = inf, and the
-    backward's exp(-x^2 / 2) underflows to 0 for large |x| (grad passes through above, not below)."""
+    backward's exp(-x^2 / 2) (tanh: 1 - tanh(u)^2) underflows to 0 for large |x| (grad passes through
+    above, not below)."""
     K = _native()
     x = np.array([[np.nan, np.inf, 30.0], [-30.0, 0.0, -1.5], [2.5, -0.25, 1e-3], [7.0, -7.0, 0.5]])
     xs = x.astype(np.float32).T                      # (3, 4), F-ordered
-    got = K["gelu"](xs, "none")
+    got = K["gelu"](xs, approximate)
     assert got.shape == (3, 4) and got.dtype == np.float32
     fin = np.isfinite(xs)
-    np.testing.assert_allclose(got[fin], gelu_ref(x.T[fin], "none"), rtol=3e-6, atol=1e-7)
+    np.testing.assert_allclose(got[fin], gelu_ref(x.T[fin], approximate), rtol=3e-6, atol=1e-7)
     assert np.isnan(got[0, 0]) and got[1, 0] == np.inf
     g = np.ones_like(xs)
-    gb = K["gelu_backward"](g, xs, "none")
-    np.testing.assert_allclose(gb[fin], gelu_grad_ref(x.T[fin], "none"), rtol=1e-4, atol=5e-6)
+    gb = K["gelu_backward"](g, xs, approximate)
+    np.testing.assert_allclose(gb[fin], gelu_grad_ref(x.T[fin], approximate), rtol=1e-4, atol=5e-6)
     assert gb[2, 0] == 1.0 and gb[0, 1] == 0.0       # x = 30 and x = -30
 
 
