@@ -651,3 +651,34 @@ def test_inplace_family_autograd():
     assert gradgradcheck(fn, (a, s))
     with pytest.raises(RuntimeError, match="leaf Variable"):
         a.index_fill_(0, torch.tensor([0]), 1.0)
+
+
+@pytest.mark.parametrize("contiguous", [True, False])
+def test_numpy_scatter_kernels_against_loop(contiguous):
+    """The NumPy backend's scatter / scatter_add (flat positions for C-contiguous x, a grid key
+    otherwise) against a loop over idx in row-major order: last write wins, duplicates summed in order;
+    idx smaller than x and src larger than idx; an index outside the axis is an IndexError."""
+    from tensorplug.backends.numpy_backend.kernels import build
+    K = build()
+    rng = np.random.default_rng(3)
+    for _ in range(60):
+        nd = int(rng.integers(1, 4))
+        xs = tuple(int(n) for n in rng.integers(1, 5, nd))
+        axis = int(rng.integers(0, nd))
+        ish = [int(rng.integers(1, n + 1)) for n in xs]
+        ish[axis] = int(rng.integers(1, 7))
+        idx = rng.integers(0, xs[axis], ish)
+        src = rng.standard_normal([n + int(rng.integers(0, 2)) for n in ish])
+        for name in ("scatter", "scatter_add"):
+            x0 = rng.standard_normal(xs)
+            x = x0.copy() if contiguous else np.asfortranarray(x0)
+            want = x0.copy()
+            for pos in np.ndindex(*ish):
+                tgt = pos[:axis] + (idx[pos],) + pos[axis + 1:]
+                want[tgt] = src[pos] if name == "scatter" else want[tgt] + src[pos]
+            K[name](x, idx, src, axis)
+            np.testing.assert_array_equal(x, want)
+    bad = np.array([[0, 4]])
+    for name in ("scatter", "scatter_add"):
+        with pytest.raises(IndexError):
+            K[name](np.zeros((1, 4)), bad, np.ones((1, 2)), 1)
