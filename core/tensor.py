@@ -222,6 +222,11 @@ class Tensor:
         return self._k["__backend__"]
 
     @property
+    def output_nr(self) -> int:
+        """Which output of its grad_fn this tensor is (0 for a leaf or a single-output op)."""
+        return self._out_nr
+
+    @property
     def _version(self) -> int:
         v = self._ver
         return v[0] if v is not None else 0

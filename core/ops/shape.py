@@ -17,7 +17,7 @@ from __future__ import annotations
 from .. import dtypes as _dt
 from ..amp.state import state as _amp
 from ._core import (Tensor, _gstate, _make, broadcast_all_shapes, check_inplace, check_same_device,
-                    commit_inplace, grad_for, record, snapshot, sum_to, wrap_dim)
+                    commit_inplace, grad_for, record, record_multi, snapshot, sum_to, wrap_dim)
 from ._limits import MAX_DIMS, check_ndim
 
 
@@ -597,11 +597,18 @@ def unbind(input, dim=0):
     return tuple(select(input, d, i) for i in range(shape[d]))
 
 
-def _pieces(input, d, sizes):
+def _pieces(input, d, sizes, name="SplitBackward0"):
+    """Views of consecutive pieces along d, with one backward node for all of them: a cat of their
+    gradients (zeros for pieces that got none), where a node per piece padded each gradient back to
+    the input's size and summed them (measured 324 against ~150 us for a GPT's q, k, v split)."""
+    k, data = input._k, input._data
     out, off = [], 0
     for s in sizes:
-        out.append(narrow(input, d, off, s))
+        key = (slice(None),) * d + (slice(off, off + s),)
+        out.append(make_view(input, k["slice"](data, key), ("slice", (key,))))
         off += s
+    if input._rg and _gstate.enabled:
+        record_multi(name, out, (input,), lambda grads: (cat(list(grads), d),))
     return tuple(out)
 
 
@@ -625,7 +632,7 @@ def split(tensor, split_size_or_sections, dim=0):
         if sum(sizes) != n:
             raise RuntimeError(f"split_with_sizes expects split_sizes to sum exactly to {n} (input tensor's size "
                                f"at dimension {d}), but got split_sizes={sizes}")
-        return _pieces(tensor, d, sizes)
+        return _pieces(tensor, d, sizes, "SplitWithSizesBackward0")
     size = _int(split_size_or_sections, "split_size")
     if size < 0:
         raise RuntimeError(f"split expects split_size be non-negative, but got split_size={size}")

@@ -748,10 +748,13 @@ def test_gradcheck_and_gradgradcheck(name, fn, make):
 
 
 def test_view_backward_reaches_base_leaf():
-    """Gradients through views accumulate into the leaf; each split piece is its own node."""
+    """Gradients through views accumulate into the leaf; split's pieces share one node (as in PyTorch:
+    SplitBackward0, outputs 0, 1, 2), which fills the piece that got no gradient with zeros."""
     x = torch.arange(6.).requires_grad_()
     a, b, c = x.split(2)
-    assert a.grad_fn is not b.grad_fn
+    assert a.grad_fn is b.grad_fn is c.grad_fn and a.grad_fn.name() == "SplitBackward0"
+    assert [t.output_nr for t in (a, b, c)] == [0, 1, 2]
+    assert x.split([2, 4])[1].grad_fn.name() == "SplitWithSizesBackward0"
     (a * 1 + c * 3).sum().backward()
     assert x.grad.tolist() == [1, 1, 0, 0, 3, 3]
     y = torch.ones(2, 3, requires_grad=True)
