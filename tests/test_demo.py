@@ -188,9 +188,11 @@ def test_demo_runs_without_tensorboard_and_says_how_to_install_it(tmp_path, monk
 
 def test_demo_full_run_reaches_95_percent_within_a_minute(tmp_path):
     """The README's command (`python -m tensorplug demo`, 20 epochs) reaches >= 95% test accuracy
-    in under 60 s."""
+    in under 60 s. Run without the numba loops: the README's demo install (".[tensorboard]") has no
+    numba, and the loops' float32 sums round the losses' last printed digit differently."""
+    env = dict(os.environ, TENSORPLUG_NUMBA="0")
     r = subprocess.run([sys.executable, "-m", "tensorplug", "demo", "--out", str(tmp_path), "--no-progress"],
-                       capture_output=True, text=True, timeout=300)
+                       capture_output=True, text=True, timeout=300, env=env)
     assert r.returncode == 0, r.stderr
     metrics = json.loads((tmp_path / "metrics.json").read_text())
     assert metrics["test_acc"] >= 0.95, r.stdout
