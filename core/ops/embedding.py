@@ -73,14 +73,25 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, sca
         raise RuntimeError("'weight' must be 2-D")
     num = weight.shape[0]
     padding_idx = _padding_idx(padding_idx, num)
-    idx = input.reshape(-1)
-    if idx.dtype is not _dt.int64:
-        idx = idx.long()
-    if max_norm is not None:
-        _renorm_(weight, idx, max_norm, norm_type)
-    with grad_mode.no_grad():
-        rows = weight.index_select(0, idx)
-    out = rows.reshape(tuple(input.shape) + (weight.shape[1],))
+    k = weight._k
+    if max_norm is None and input._k is k and input._dtype is _dt.int64:
+        # the lookup as kernel calls: a frontend reshape / index_select / reshape cost 31 us against
+        # PyTorch's 8 for makemore's (32, 16) indices, 16 lookups a step
+        from .indexing import _norm_index, _oob_rt
+        idd = _norm_index(k, k["reshape"](input._data, (-1,)), num, 0, negative=False, err=_oob_rt)
+        idx = _make(idd, _dt.int64, k, input._dev)
+        rows = k["index"](weight._data, (idd,))
+        out = _make(k["reshape"](rows, tuple(input._data.shape) + (weight._data.shape[1],)), weight._dtype, k,
+                    weight._dev)
+    else:
+        idx = input.reshape(-1)
+        if idx.dtype is not _dt.int64:
+            idx = idx.long()
+        if max_norm is not None:
+            _renorm_(weight, idx, max_norm, norm_type)
+        with grad_mode.no_grad():
+            rows = weight.index_select(0, idx)
+        out = rows.reshape(tuple(input.shape) + (weight.shape[1],))
     if _gstate.enabled and weight._rg:
         freq = _freq(idx, num) if scale_grad_by_freq else None
         shape = tuple(weight.shape)

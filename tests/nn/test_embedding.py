@@ -36,6 +36,11 @@ def test_embedding_lookup_shapes_and_values():
     assert F.embedding(torch.tensor(5), w).shape == (3,)
     with pytest.raises(IndexError):
         F.embedding(ids(7), w)
+    with pytest.raises(IndexError):                               # no negative indices, as PyTorch
+        F.embedding(torch.tensor([0, -1]), w)
+    i32 = torch.tensor([[1, 2, 4], [4, 3, 6]], dtype=torch.int32)   # int32: the frontend ops' path
+    np.testing.assert_array_equal(f64(F.embedding(i32, w)), f64(out))
+    assert F.embedding(torch.zeros(2, 0, dtype=torch.long), w).shape == (2, 0, 3)
     with pytest.raises(RuntimeError, match="indices"):
         F.embedding(torch.tensor([1.0]), w)
 
