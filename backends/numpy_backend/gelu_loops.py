@@ -77,19 +77,6 @@ def _build(numba):
             q = half * t * sq * exp(p)
             out[i] = g[i] * ((q if xi < 0 else one - q) + xi * sq * inv_sqrt_2pi)
 
-    def gelu(x):
-        flat = np.ascontiguousarray(x).reshape(-1)
-        out = np.empty_like(flat)
-        erf_forward(flat, out)
-        return out.reshape(x.shape)
-
-    def gelu_backward(grad, x):
-        flat = np.ascontiguousarray(x).reshape(-1)
-        g = np.ascontiguousarray(grad, dtype=np.float32).reshape(-1)
-        out = np.empty_like(flat)
-        erf_backward(g, flat, out)
-        return out.reshape(x.shape)
-
     k0, k1 = f32(math.sqrt(2.0 / math.pi)), f32(0.044715 * math.sqrt(2.0 / math.pi))
     k3 = f32(3 * 0.044715 * math.sqrt(2.0 / math.pi))
     two = f32(2.0)
@@ -118,18 +105,25 @@ def _build(numba):
             sg = d if u >= 0 else e * d
             out[i] = g[i] * (sg + two * xi * e * d * d * (k3 * x2 + k0))
 
-    def gelu_tanh(x):
+    return {"gelu": _forward(erf_forward), "gelu_backward": _backward(erf_backward),
+            "gelu_tanh": _forward(tanh_forward), "gelu_tanh_backward": _backward(tanh_backward)}
+
+
+def _forward(loop):
+    """f(x): loop(x, out) over x's elements, flattened (a copy where x is not C-contiguous)."""
+    def run(x):
         flat = np.ascontiguousarray(x).reshape(-1)
         out = np.empty_like(flat)
-        tanh_forward(flat, out)
+        loop(flat, out)
         return out.reshape(x.shape)
+    return run
 
-    def gelu_tanh_backward(grad, x):
+
+def _backward(loop):
+    """f(grad, x): loop(grad, x, out) over the elements, both flattened."""
+    def run(grad, x):
         flat = np.ascontiguousarray(x).reshape(-1)
-        g = np.ascontiguousarray(grad, dtype=np.float32).reshape(-1)
         out = np.empty_like(flat)
-        tanh_backward(g, flat, out)
+        loop(np.ascontiguousarray(grad, dtype=np.float32).reshape(-1), flat, out)
         return out.reshape(x.shape)
-
-    return {"gelu": gelu, "gelu_backward": gelu_backward, "gelu_tanh": gelu_tanh,
-            "gelu_tanh_backward": gelu_tanh_backward}
+    return run
