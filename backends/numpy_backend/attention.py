@@ -156,12 +156,11 @@ def sdpa(q, k, v, mask, keep, p, causal, scale, probs):
         shift = qn[h0:h1, r0:r1, None] * kmax[h0:h1, None, None]
         if mrow is not None:
             shift = shift + masks.rows(mrow, h0, h1, r0, r1)
-        e = s - shift
-        np.exp(e, out=e)
-        l = _row_sums(e)
-        if l.min() >= _SMALL:
-            s = e
-        else:
+        s -= shift                               # in place: the rare redo recomputes the scores
+        np.exp(s, out=s)
+        l = _row_sums(s)
+        if l.min() < _SMALL:
+            s = _scores(qs, k3, masks, h0, h1, r0, r1, s1, causal, dt)
             l, shift = _exact_exp(s)
         inv = 1.0 / l
         if probs or keep is not None:
