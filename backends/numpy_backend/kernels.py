@@ -271,6 +271,8 @@ def _flat_key(x, idx, axis):
     measured 95 against 234 us (scatter) and 111 against 720 us (scatter_add) for a (64, 6, 144) idx."""
     if not x.flags.c_contiguous or idx.ndim != x.ndim or idx.ndim == 0 or idx.size == 0:
         return None
+    if any(n > m for d, (n, m) in enumerate(zip(idx.shape, x.shape)) if d != axis):
+        return None                      # positions outside x: the grid key raises
     if idx.min() < 0 or idx.max() >= x.shape[axis]:
         return None
     strides = [st // x.itemsize for st in x.strides] if x.size > 1 else [0] * x.ndim

@@ -682,3 +682,5 @@ def test_numpy_scatter_kernels_against_loop(contiguous):
     for name in ("scatter", "scatter_add"):
         with pytest.raises(IndexError):
             K[name](np.zeros((1, 4)), bad, np.ones((1, 2)), 1)
+        with pytest.raises(IndexError):                   # idx wider than x off the axis
+            K[name](np.zeros((2, 4)), np.zeros((2, 5), np.int64), np.ones((2, 5)), 0)
