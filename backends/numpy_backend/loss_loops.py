@@ -5,7 +5,8 @@ sums, a gather of the targets); at nanoGPT-char's 768 x 65 logits the calls cost
 arithmetic. Here each row is read while it is in L1: the forward takes its maximum, then sums
 exp(x - max) (numba_math's vectorizable float32 exp, the sum in float64); the backward writes
 exp(x - lse) coef and subtracts the target's share. Measured on a 2-vCPU AMD EPYC, one thread,
-forward + backward: see bench/cross_entropy.py.
+forward + backward (bench/cross_entropy.py): 149 us at 768 x 65 against 198 for loss.py's kernels
+(PyTorch 116); 10.2 ms at 700 x 10000 against 12.3.
 
 Taken: label_smoothing 0, any class weights and ignore_index. A row whose log-sum-exp is not finite
 (inf or NaN logits, a row of -inf) sends the whole call back to loss.py's kernels, whose rules for
@@ -18,7 +19,6 @@ import numpy as np
 from . import numba_loops
 
 _state = {}
-_F32 = np.dtype(np.float32)
 
 
 def kernels():

@@ -600,7 +600,7 @@ def unbind(input, dim=0):
 def _pieces(input, d, sizes, name="SplitBackward0"):
     """Views of consecutive pieces along d, with one backward node for all of them: a cat of their
     gradients (zeros for pieces that got none), where a node per piece padded each gradient back to
-    the input's size and summed them (measured 324 against ~150 us for a GPT's q, k, v split)."""
+    the input's size and summed them (a GPT's q, k, v split and its backward: 199 against 324 us)."""
     k, data = input._k, input._data
     out, off = [], 0
     for s in sizes:

@@ -27,6 +27,7 @@ from ... import ops as _ops  # noqa: F401  (makes sure every op family is attach
 from ...amp.state import state as _amp
 from ...autograd import grad_mode
 from ...autograd.graph import needs_grad, record_multi
+from ...ops.shape import _pieces
 from ...tensor import Tensor, _make
 from ..parameter import Parameter
 from .module import Module
@@ -49,21 +50,11 @@ def _packed_sequence_class():
 
 # -- building blocks ---------------------------------------------------------------------------------
 def _split_rows(x, sizes):
-    """Consecutive row blocks of a 2-D tensor (block i has sizes[i] rows).
-
-    Unlike `split`, whose pieces each pad their gradient back to the full size, the backward is a
-    single `cat` of the pieces' gradients (linear in the sequence length)."""
+    """Consecutive row blocks of a 2-D tensor (block i has sizes[i] rows): split's pieces, whose backward
+    is a single cat of their gradients (linear in the sequence length)."""
     if len(sizes) == 1:
         return (x,)
-    k, data = x._k, x._data
-    pieces, off = [], 0
-    for s in sizes:
-        pieces.append(_make(k["slice"](data, (slice(off, off + s),)), x._dtype, k, x._dev))
-        off += s
-    if needs_grad(x):
-        cat = _tp().cat
-        record_multi("SplitWithSizesBackward0", pieces, (x,), lambda grads: (cat(list(grads), 0),))
-    return tuple(pieces)
+    return _pieces(x, 0, list(sizes), "SplitWithSizesBackward0")
 
 
 def _linear(x, w_t, b):
