@@ -4,7 +4,8 @@ The whole recurrence of a layer direction runs here, on preallocated outputs wri
 step one GEMM for the hidden projection of all gates and a few in-place ufuncs (sigmoid as
 0.5 tanh(x / 2) + 0.5, so that one tanh covers all four LSTM gates). The backward precomputes every
 factor that does not depend on the recurrence for all rows at once, leaving per step one GEMM and
-two or three ufuncs, and gets the weight gradients from one GEMM over all rows. float16 and
+two or three ufuncs, and gets the weight gradients from one GEMM over all rows. With numba, a float32
+LSTM step is one GEMM and one loop (rnn_loops.py) each way, the backward's factors computed inside it. float16 and
 bfloat16 run in float32 and round once at the end.
 """
 from __future__ import annotations
@@ -169,26 +170,31 @@ def rnn_layer_backward(mode, d_out, d_hn, d_cn, h0, c0, w_hh, w_hr, out, gates, 
     dc = dw_hr = None
     if mode == "LSTM":
         dc = np.array(d_cn, dtype=acc)
-        i, f, g, o = (gates[:, j * H:(j + 1) * H] for j in range(4))
-        tc = np.tanh(cells)
         cp = _prev_rows(cells, c0, batch_sizes, offs, reverse)
-        a = o * (1 - tc * tc)                               # dc' / dm through h = o tanh(c)
-        coef = np.empty((rows, 3, H), dtype=acc)            # d(i, f, g) pre-activation / dc'
-        np.multiply(g, i * (1 - i), out=coef[:, 0])
-        np.multiply(cp, f * (1 - f), out=coef[:, 1])
-        np.multiply(i, 1 - g * g, out=coef[:, 2])
-        co = tc * o * (1 - o)                               # d(o) pre-activation / dm
+        loops = rnn_loops.kernels() if acc == np.float32 and w_hr is None else None
+        if loops is not None:                       # per step one loop for all the pointwise work
+            cell_backward = loops["lstm_cell_backward"]
+            for t in order:
+                bs, s = batch_sizes[t], slice(offs[t], offs[t] + batch_sizes[t])
+                dht = dh[:bs]
+                cell_backward(dht, d_out[s], dc[:bs], gates[s], cells[s], cp[s], dx[s])
+                np.matmul(dx[s], w_hh, out=dht)
+            order = ()                              # done: the ufunc path below runs no step
+        else:
+            i, f, g, o = (gates[:, j * H:(j + 1) * H] for j in range(4))
+            tc = np.tanh(cells)
+            a = o * (1 - tc * tc)                           # dc' / dm through h = o tanh(c)
+            coef = np.empty((rows, 3, H), dtype=acc)        # d(i, f, g) pre-activation / dc'
+            np.multiply(g, i * (1 - i), out=coef[:, 0])
+            np.multiply(cp, f * (1 - f), out=coef[:, 1])
+            np.multiply(i, 1 - g * g, out=coef[:, 2])
+            co = tc * o * (1 - o)                           # d(o) pre-activation / dm
         dm_all = np.empty((rows, H), dtype=acc) if w_hr is not None else None
         dht_all = np.empty_like(out) if w_hr is not None else None
         dx3 = dx.reshape(rows, 4, H)
-        loops = rnn_loops.kernels() if acc == np.float32 and w_hr is None else None
         for t in order:
             bs, s = batch_sizes[t], slice(offs[t], offs[t] + batch_sizes[t])
             dht = dh[:bs]
-            if loops is not None:                   # one loop for the step's pointwise work
-                loops["lstm_cell_backward"](dht, d_out[s], dc[:bs], a[s], coef[s], co[s], f[s], dx[s])
-                np.matmul(dx[s], w_hh, out=dht)
-                continue
             dht += d_out[s]
             if w_hr is None:
                 dm = dht
