@@ -132,8 +132,14 @@ def cross_entropy_loss_backward(grad, x, target, weight, lse, denom, ignore_inde
     s = float(label_smoothing)
     safe, valid, wt = _rows(x, target, weight, ignore_index)
     with np.errstate(invalid="ignore", divide="ignore"):
-        g = grad / denom if reduction == "mean" else grad
-    g = np.broadcast_to(np.asarray(g, x.dtype), (m,))
+        g = np.asarray(grad / denom if reduction == "mean" else grad, x.dtype)
+    if s == 0 and x.dtype == _F32 and (loops := loss_loops.kernels()) is not None:
+        # a = g (times the target's weight or 0 for an ignored row), one value per row
+        a = np.full(m, g, _F32) if g.ndim == 0 and wt is None else \
+            np.ascontiguousarray(np.broadcast_to(g if wt is None else g * wt, (m,)), dtype=_F32)
+        if np.isfinite(lse).all() and np.isfinite(a).all():
+            return loops["backward"](x, lse, a, np.ascontiguousarray(safe, dtype=np.int64), a)
+    g = np.broadcast_to(g, (m,))
     # row i: p_i coef_i, minus a_i at column target_i, minus b_i weight when smoothing
     a = g * (1.0 - s) if wt is None else g * wt * (1.0 - s)
     b = None
@@ -141,10 +147,6 @@ def cross_entropy_loss_backward(grad, x, target, weight, lse, denom, ignore_inde
     if s > 0:
         b = g * (s / c) if valid is None else g * valid * (s / c)
         coef = a + b * (c if weight is None else weight.sum())
-    elif x.dtype == _F32 and (loops := loss_loops.kernels()) is not None and np.isfinite(lse).all() \
-            and np.isfinite(a).all():
-        a = np.ascontiguousarray(np.broadcast_to(a, (m,)), dtype=_F32)
-        return loops["backward"](x, lse, a, np.ascontiguousarray(safe, dtype=np.int64), a)
     p = np.empty_like(x)
     finite = True
     for i, j in _blocks(m, c):

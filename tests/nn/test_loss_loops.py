@@ -45,6 +45,26 @@ def test_float32_values_and_gradient(m, c, reduction, weighted, ignored, loss_pa
         assert not dx[1::3].any()
 
 
+@pytest.mark.parametrize("m,c", [(64, 65), (300, 1000)])     # (300, 1000): two blocks of rows
+def test_rows_spread_below_the_block_top(m, c, loss_path):
+    """Rows whose logits sit 0-120 below the block's largest: those within 20 of it are shifted by it,
+    the others by their own maximum (no row loses its small terms to underflow)."""
+    x = rng.standard_normal((m, c)).astype(np.float32)
+    x += rng.uniform(-120, 0, (m, 1)).astype(np.float32)
+    x[m // 2, 3] = 30.0                         # the top of the second block when there are two
+    t = rng.integers(0, c, m)
+    loss, lse, denom = nploss.cross_entropy_loss(x, t, None, -100, 0.0, "none")
+    want, want_dx = ref(x, t, None, -100, 0.0, "none")
+    want_lse = want + x.astype(np.float64)[np.arange(m), t]
+    np.testing.assert_allclose(lse, want_lse, rtol=2e-6, atol=2e-6)
+    np.testing.assert_allclose(loss, want, rtol=3e-6, atol=3e-5)
+    dx = nploss.cross_entropy_loss_backward(np.ones(m, np.float32), x, t, None, lse, denom, -100, 0.0, "none")
+    np.testing.assert_allclose(dx, want_dx, rtol=2e-5, atol=1e-7)
+    loops = loss_loops.kernels()
+    if loops is not None:                       # the loop itself (a non-finite row would hide in the fallback)
+        np.testing.assert_allclose(loops["lse"](x), want_lse, rtol=2e-6, atol=2e-6)
+
+
 @pytest.mark.parametrize("row", ["inf", "nan", "all -inf"])
 def test_non_finite_rows_take_numpy_rules(row, loss_path):
     """A +inf / NaN logit or a row of -inf gives the same loss and gradient on both paths (the loops hand
