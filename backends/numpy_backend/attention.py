@@ -3,7 +3,9 @@
 Both kernels run over tiles of (heads, query rows) whose score block holds at most _TILE elements,
 so that the block stays in cache between its passes (scores, masks, exp, row sums, products) and
 long sequences never materialise the whole (L, S) score matrix; a causal tile stops at its last
-row's keys. Whole rows are in a tile, so every softmax is exact (no online rescaling).
+row's keys, and where whole rows fit a tile, causal rows come in two bands (the first half of the rows
+reads the first half of the keys: a quarter of the scores, all masked, is never computed; nanoGPT-char's
+12x4x64x16 forward 531 -> 496 us, forward + backward 1.18 -> 1.11 ms). Whole rows are in a tile, so every softmax is exact (no online rescaling).
 
 The row shift before exp is not the row maximum (a reduction along a short last axis is NumPy's
 slowest pass here, ~3x an exp) but an upper bound of it that costs two small reductions: by
@@ -20,6 +22,7 @@ import math
 import numpy as np
 
 _TILE = 1 << 16            # score elements per tile (256 KiB of float32)
+_CAUSAL_SPLIT = 32        # causal with whole rows per tile from this many rows on: two bands of rows
 _SMALL = math.exp(-40.0)   # a row sum below this: redo the tile with the exact row maximum
 _LOW_KINDS = ("V",)        # ml_dtypes' bfloat16; float16 is checked by itemsize
 _BIAS: dict = {}           # (L, S, dtype) -> the causal additive mask (0 / -inf)
@@ -89,6 +92,15 @@ class _Masks:
 def _tiles(n, L, S, causal):
     """(h0, h1, r0, r1, s1) blocks covering (n heads, L rows); keys [0, s1) take part."""
     rb = L if L * S <= _TILE else max(1, _TILE // S)
+    if rb == L and causal and L >= _CAUSAL_SPLIT:
+        # whole rows fit: two bands of rows, the first reading only the first half of the keys (a quarter
+        # of the score elements, all masked, never computed), each band's tiles as many heads as fit
+        for r0, r1 in ((0, L // 2), (L // 2, L)):
+            s1 = min(S, r1)
+            hb = max(1, _TILE // ((r1 - r0) * s1))
+            for h0 in range(0, n, hb):
+                yield h0, min(n, h0 + hb), r0, r1, s1
+        return
     hb = max(1, _TILE // (rb * S)) if rb == L else 1
     for h0 in range(0, n, hb):
         h1 = min(n, h0 + hb)

@@ -240,6 +240,31 @@ def test_tiles_and_causal_key_truncation(monkeypatch):
             np.testing.assert_allclose(got, w, rtol=1e-11, atol=1e-12)
 
 
+@pytest.mark.parametrize("L,S", [(64, 64), (33, 33), (40, 24), (20, 50)])
+@pytest.mark.parametrize("drop", [False, True])
+def test_causal_row_bands(L, S, drop, monkeypatch):
+    """Causal attention with whole rows per tile, from _CAUSAL_SPLIT rows on: two bands of rows, the first
+    reading only its keys; 64 x 64 at the default split, the others with the split lowered to 2 (odd rows,
+    L > S, L < S). Values and gradients against the reference; with dropout, the seeded keep mask."""
+    if L != 64:
+        monkeypatch.setattr(native, "_CAUSAL_SPLIT", 2)
+    bands = list(native._tiles(6, L, S, True))
+    assert {(r0, r1) for _, _, r0, r1, _ in bands} == {(0, L // 2), (L // 2, L)}
+    q, k, v = rand(2, 3, L, 4, seed=1), rand(2, 3, S, 4, seed=2), rand(2, 3, S, 3, seed=3)
+    g = rand(2, 3, L, 3, seed=4)
+    p = 0.3 if drop else 0.0
+    keep = None
+    if drop:
+        tp.manual_seed(7)
+        keep = tp.rand(2, 3, L, S, dtype=tp.float64).numpy() >= p
+        tp.manual_seed(7)
+    out, grads = run(q, k, v, g, tp.float64, dropout_p=p, is_causal=True)
+    want = ref(q, k, v, g, causal=True, drop=None if keep is None else keep / (1 - p))
+    np.testing.assert_allclose(out.detach().numpy(), want[0], rtol=1e-11, atol=1e-12)
+    for got, w in zip(grads, want[1:]):
+        np.testing.assert_allclose(got, w, rtol=1e-11, atol=1e-12)
+
+
 def test_exact_maximum_fallback():
     """Large, nearly orthogonal q and k: the norm bound is far above the row maxima (exp would underflow),
     so the tile is redone with the exact maxima; float32 results stay finite and right."""
