@@ -128,6 +128,12 @@ def _row_sums(x):
     return np.matmul(x.reshape(-1, n), np.ones(n, dtype=x.dtype)).reshape(x.shape[:-1] + (1,))
 
 
+def _sq_norms(x):
+    """Squared norms along the last axis: a square and a GEMV (einsum "...e,...e" took 1.5x as long)."""
+    sq = x * x
+    return sq @ np.ones(x.shape[-1], dtype=x.dtype)
+
+
 def _scores(qs, k, masks, h0, h1, r0, r1, s1, causal, dt):
     s = np.matmul(qs[h0:h1, r0:r1], k[h0:h1, :s1].swapaxes(1, 2))
     masks.apply(s, h0, h1, r0, r1, s1, causal, dt)
@@ -156,8 +162,8 @@ def sdpa(q, k, v, mask, keep, p, causal, scale, probs):
     k3, v3 = _flat(k, n).astype(dt, copy=False), _flat(v, n).astype(dt, copy=False)
     masks = _Masks(mask if mask is None or mask.dtype == np.bool_ else mask.astype(dt, copy=False), keep,
                    lead, n, L, S)
-    qn = np.sqrt(np.einsum("nle,nle->nl", qs, qs))
-    kmax = np.sqrt(np.einsum("nse,nse->ns", k3, k3).max(axis=1))
+    qn = np.sqrt(_sq_norms(qs))
+    kmax = np.sqrt(_sq_norms(k3).max(axis=1))
     mrow = masks.row_max() if masks.kind == "float" else None
     c = (1.0 / (1.0 - p) if p < 1.0 else 0.0)
     out = np.empty((n, L, Ev), dtype=dt)
