@@ -11,7 +11,7 @@ import math
 
 import numpy as np
 
-from . import embedding_loops, gelu_loops, norm_loops
+from . import embedding_loops, gelu_loops, norm_loops, softmax_loops
 from .kernels import _erf
 
 _F32 = np.dtype(np.float32)
@@ -85,6 +85,10 @@ def log_softmax(x, axis):
         s = x - x.max(axis=axis, keepdims=True)
         s -= np.log(np.exp(s).sum(axis=axis, keepdims=True))
         return s
+    if x2.dtype == _F32 and (loops := softmax_loops.kernels()) is not None:
+        y = loops["log_softmax"](x2)
+        if y is not None:                      # (None: a row not finite, left to the formula's rules)
+            return y.reshape(x.shape)
     s = x2 - _rowmax(x2)
     s -= np.log(_rowsum(np.exp(s)))
     return s.reshape(x.shape)
@@ -106,6 +110,8 @@ def log_softmax_backward(grad, out, axis):
     g2, o2 = _rows(grad, axis), _rows(out, axis)
     if g2 is None:
         return grad - np.exp(out) * grad.sum(axis=axis, keepdims=True)
+    if g2.dtype == _F32 and o2.dtype == _F32 and (loops := softmax_loops.kernels()) is not None:
+        return loops["log_softmax_backward"](g2, o2).reshape(out.shape)
     e = np.exp(o2)
     e *= _rowsum(g2)
     np.subtract(g2, e, out=e)

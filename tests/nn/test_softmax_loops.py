@@ -1,0 +1,85 @@
+"""The NumPy backend's numba log_softmax loops (backends/numpy_backend/softmax_loops.py): float32 rows
+through both paths (transformer.py's NumPy formula, the loops) against float64 references, rows far
+below their block's largest logit, non-finite rows (the formula's results on both paths), and the
+gradient through the frontend."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import tensorplug as tp
+import tensorplug.nn.functional as F
+from tensorplug.backends.numpy_backend import softmax_loops
+from tensorplug.backends.numpy_backend import transformer as nptr
+
+from _numba_paths import loops_fixture
+
+path = loops_fixture(softmax_loops, "numpy formula")
+rng = np.random.default_rng(11)
+
+
+def ref(x, g):
+    """float64 log_softmax of x's rows and its gradient for the output gradient g."""
+    x = x.astype(np.float64)
+    m = x.max(axis=1, keepdims=True)
+    y = x - m - np.log(np.exp(x - m).sum(axis=1, keepdims=True))
+    return y, g - np.exp(y) * g.sum(axis=1, keepdims=True)
+
+
+@pytest.mark.parametrize("m,c", [(1, 1), (9, 5), (768, 65), (300, 1000)])   # (300, 1000): two blocks
+@pytest.mark.parametrize("spread", [0.0, 120.0])
+def test_float32_values_and_gradient(m, c, spread, path):
+    """Rows 0-`spread` below the block's largest logit: within 20 of it shifted by it, the others by their
+    own maximum; the results equal the float64 reference to float32 rounding either way."""
+    x = (rng.standard_normal((m, c)) * 3).astype(np.float32)
+    x += rng.uniform(-spread, 0, (m, 1)).astype(np.float32)
+    g = rng.standard_normal((m, c)).astype(np.float32)
+    y = nptr.log_softmax(x, 1)
+    want_y, want_d = ref(x, g.astype(np.float64))
+    assert y.dtype == np.float32 and y.shape == (m, c)
+    np.testing.assert_allclose(y, want_y, rtol=2e-6, atol=4e-6)
+    d = nptr.log_softmax_backward(g, y, 1)
+    assert d.dtype == np.float32
+    np.testing.assert_allclose(d, want_d, rtol=2e-5, atol=2e-5 * np.abs(want_d).max())
+    loops = softmax_loops.kernels()
+    if loops is not None:                  # the loop itself (a row it got wrong as -inf would hide in the fallback)
+        np.testing.assert_allclose(loops["log_softmax"](x), want_y, rtol=2e-6, atol=4e-6)
+
+
+@pytest.mark.parametrize("row", ["inf", "nan", "all -inf"])
+def test_non_finite_rows_give_the_formulas_results(row, monkeypatch):
+    """A row holding +inf / NaN, or all -inf: the loops hand the forward back to the formula, so both
+    paths give the same values (NaN where the formula gives NaN), and the other rows are unaffected."""
+    if softmax_loops.kernels() is None:
+        pytest.skip("numba is not installed (the fast extra) or TENSORPLUG_NUMBA=0: the loops are not used")
+    x = rng.standard_normal((4, 6)).astype(np.float32)
+    x[1] = {"inf": [np.inf, 0, 1, 2, 3, 4], "nan": [np.nan, 0, 1, 2, 3, 4], "all -inf": [-np.inf] * 6}[row]
+    assert softmax_loops.kernels()["log_softmax"](x) is None
+    fast = nptr.log_softmax(x, 1)
+    monkeypatch.setitem(softmax_loops._state, "k", None)
+    slow = nptr.log_softmax(x, 1)
+    np.testing.assert_array_equal(fast, slow)
+    keep = [0, 2, 3]
+    np.testing.assert_allclose(fast[keep], ref(x[keep], np.zeros((3, 6)))[0], rtol=2e-6, atol=4e-6)
+
+
+def test_backward_with_probabilities_zero_and_large_gradients(path):
+    """out = -inf (probability 0) and gradients of 1e30: the same elementwise rules as the formula."""
+    with np.errstate(divide="ignore"):
+        out = np.log(np.array([[0.5, 0.5, 0.0], [0.2, 0.3, 0.5]], dtype=np.float32))
+    g = np.array([[1.0, 2.0, 3.0], [1e30, -1e30, 1e30]], dtype=np.float32)
+    d = nptr.log_softmax_backward(g, out, 1)
+    want = g.astype(np.float64) - np.exp(out.astype(np.float64)) * g.astype(np.float64).sum(axis=1, keepdims=True)
+    np.testing.assert_allclose(d, want, rtol=1e-6)
+
+
+def test_frontend_float32_log_softmax_and_gradient(path):
+    """F.log_softmax over the last dim of a 3-d float32 tensor, and its gradient, against float64."""
+    xn = (rng.standard_normal((3, 5, 70)) * 4).astype(np.float32)
+    gn = rng.standard_normal((3, 5, 70)).astype(np.float32)
+    x = tp.tensor(xn, requires_grad=True)
+    y = F.log_softmax(x, dim=-1)
+    y.backward(tp.tensor(gn))
+    want_y, want_d = ref(xn.reshape(-1, 70), gn.reshape(-1, 70).astype(np.float64))
+    np.testing.assert_allclose(y.detach().numpy().reshape(-1, 70), want_y, rtol=2e-6, atol=4e-6)
+    np.testing.assert_allclose(x.grad.numpy().reshape(-1, 70), want_d, rtol=2e-5, atol=2e-5)
