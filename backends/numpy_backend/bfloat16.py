@@ -93,13 +93,11 @@ def _scaled(ufunc, reflected_reciprocal):
     return kernel
 
 
-def _summing(ufunc):
+def _summing(ufunc, base):
     def kernel(x, axes, keepdims, dtype=None):
-        if dtype is None:
-            dtype = x.dtype
-            if dtype.kind == "V":       # bfloat16 sums in float32 (ml_dtypes would round every partial sum)
-                return _arr(ufunc.reduce(x, axis=axes, keepdims=keepdims, dtype=_F32).astype(dtype))
-        return _arr(ufunc.reduce(x, axis=axes, keepdims=keepdims, dtype=dtype))
+        if dtype is None and x.dtype.kind == "V":   # bfloat16 sums in float32 (ml_dtypes would round every partial sum)
+            return _arr(ufunc.reduce(x, axis=axes, keepdims=keepdims, dtype=_F32).astype(x.dtype))
+        return base(x, axes, keepdims, dtype)
     return kernel
 
 
@@ -174,7 +172,7 @@ def build(k) -> dict:
         return _arr(np.matmul(a, b))
 
     out = {
-        "mul": _scaled(np.multiply, False), "div": _scaled(np.true_divide, True), "sum": _summing(np.add),
+        "mul": _scaled(np.multiply, False), "div": _scaled(np.true_divide, True), "sum": _summing(np.add, k["sum"]),
         "cumsum": _scan(k["cumsum"], np.add.accumulate), "cumprod": _scan(k["cumprod"], np.multiply.accumulate),
         "matmul": bf16_matmul, "astype": astype, "full": full, "assign": assign, "sign": sign, "where": where,
         "uniform": uniform, "normal": _with_dtype(k["normal"]), "arange": _with_dtype(k["arange"], "float64"),

@@ -644,7 +644,7 @@ def gather(input, dim, index, *, sparse_grad=False, out=None):
         it = _make(idx, _dt.int64, k, input._dev)
         dt, dev = input._dtype, input._dev
         record("GatherBackward0", r, (input,),
-               lambda g: (scatter_add(_zeros(xshape, dt, k, dev), dim, it, g),))
+               lambda g: (scatter_add_(_zeros(xshape, dt, k, dev), dim, it, g),))   # fresh zeros: no clone
     return _out(r, out)
 
 

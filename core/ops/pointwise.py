@@ -795,10 +795,17 @@ def copy_(self, src, non_blocking=False):
 def _inplace(fn, kname=None, float_result=False):
     def op_(self, *args, **kwargs):
         check_inplace(self)
-        if kname is not None and not kwargs and len(args) == 1 and not (self._rg and _gstate.enabled):
+        if kname is not None and len(args) == 1 and not (self._rg and _gstate.enabled):
             other = args[0]
             if not (isinstance(other, Tensor) and other._rg and _gstate.enabled):
-                return _fast_inplace(self, kname, other, float_result)
+                if not kwargs:
+                    return _fast_inplace(self, kname, other, float_result)
+                if kname in ("add", "sub") and len(kwargs) == 1 and "alpha" in kwargs \
+                        and isinstance(other, Tensor) and not _both_bfloat16(self, other):
+                    # p.add_(grad, alpha=-lr) (SGD): alpha * other, then one pass into self (no
+                    # out-of-place sum copied back)
+                    alpha = kwargs["alpha"]
+                    return _fast_inplace(self, kname, other if alpha == 1 else mul(other, alpha), float_result)
         src = snapshot(self) if (self._rg and _gstate.enabled) else self
         return commit_inplace(self, fn(src, *args, **kwargs))
     op_.__name__ = fn.__name__ + "_"
