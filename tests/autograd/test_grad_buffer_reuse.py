@@ -45,3 +45,42 @@ def test_view_gradients_are_copied():
     d.sum().backward()
     d.grad.add_(1)
     assert d.grad.tolist() == [[2.0] * 3] * 2
+
+
+def _count_copies(monkeypatch):
+    seen = {"copies": 0}
+    real_clone = torch.Tensor._clone_data
+
+    def counting_clone(self):
+        seen["copies"] += 1
+        return real_clone(self)
+    monkeypatch.setattr(torch.Tensor, "_clone_data", counting_clone)
+    return seen
+
+
+def test_whole_reshape_of_a_fresh_buffer_is_taken(monkeypatch):
+    """conv's weight gradient is its GEMM's (O, C*K) result reshaped to (O, C, kh, kw) (a NumPy view of a
+    buffer nothing else holds): taken as .grad without a copy, and later accumulation adds in place."""
+    seen = _count_copies(monkeypatch)
+    x = torch.randn(2, 8, 4, 4)                     # few output pixels: the GEMM lands in (O, C*K) order
+    w = torch.randn(32, 8, 3, 3, requires_grad=True)
+    torch.nn.functional.conv2d(x, w).sum().backward()
+    assert seen["copies"] == 0
+    first = w.grad.clone()
+    torch.nn.functional.conv2d(x, w).sum().backward()
+    assert torch.allclose(w.grad, 2 * first)
+
+
+def test_reshape_of_a_buffer_someone_else_sees_is_copied(monkeypatch):
+    """A gradient whose data is a reshape of an array that the user still holds (here through a hook that
+    returns a reshaped view of its own kept array) is copied: the user's array never changes."""
+    import numpy as np
+    keep = np.arange(6, dtype=np.float32)
+    a = torch.zeros(2, 3, requires_grad=True)
+    a.register_hook(lambda g: torch.from_numpy(keep.reshape(2, 3)))     # a view of keep, as a tensor of its own
+    seen = _count_copies(monkeypatch)
+    (a * 1).sum().backward()
+    (a * 1).sum().backward()
+    assert seen["copies"] == 1
+    assert keep.tolist() == [0, 1, 2, 3, 4, 5]
+    assert a.grad.tolist() == [[0, 2, 4], [6, 8, 10]]
