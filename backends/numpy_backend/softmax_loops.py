@@ -50,25 +50,28 @@ def _build(numba):
     spread = np.float32(_SPREAD)
 
     @jit
-    def row_lse(r, top):
+    def row_shift_log(r, top):
+        # (the shift used, log sum exp(r - shift)): lse = shift + log; log_softmax = (r - shift) - log, which
+        # keeps the small result exact where r is large (r - lse rounded to float32 would not)
         s = 0.0
         for j in range(r.shape[0]):
             s += exp(r[j] - top)
-        lz = top + np.log(s)
-        if not lz >= top + spread:              # far below top, or NaN: the row's own maximum
+        ls = np.log(s)
+        if not top + ls >= top + spread:        # far below top, or NaN: the row's own maximum
             mx = r[0]
             for j in range(1, r.shape[0]):
                 mx = max(mx, r[j])
             s = 0.0
             for j in range(r.shape[0]):
                 s += exp(r[j] - mx)
-            lz = mx + np.log(s)
-        return lz
+            return mx, np.log(s)
+        return top, ls
 
     @jit
     def lse_rows(x, top, out):
         for i in range(x.shape[0]):
-            out[i] = row_lse(x[i], top)
+            shift, ls = row_shift_log(x[i], top)
+            out[i] = shift + ls
 
     @jit
     def log_softmax_rows(x, top, y):
@@ -76,11 +79,12 @@ def _build(numba):
         bad = 0
         for i in range(x.shape[0]):
             r, yr = x[i], y[i]
-            lz = np.float32(row_lse(r, top))
-            if not np.isfinite(lz):
+            shift, ls = row_shift_log(r, top)
+            if not np.isfinite(shift + ls):
                 bad += 1
+            sh, l32 = np.float32(shift), np.float32(ls)
             for j in range(r.shape[0]):
-                yr[j] = r[j] - lz
+                yr[j] = (r[j] - sh) - l32
         return bad
 
     @jit

@@ -46,6 +46,14 @@ def test_float32_values_and_gradient(m, c, spread, path):
         np.testing.assert_allclose(loops["log_softmax"](x), want_y, rtol=2e-6, atol=4e-6)
 
 
+def test_large_logits_keep_small_results_exact(path):
+    """Logits near +-1000: the result (x - shift) - log(sum) keeps values near 0 to float32's relative
+    precision (x - lse with lse rounded to float32 would lose the digits below 1000's ulp, 6e-5)."""
+    x = (np.array([[1000.0, 999.5, 990.0], [-1000.0, -1000.3, -1001.0]]) + rng.uniform(0, 1, (2, 1))).astype(np.float32)
+    y = nptr.log_softmax(x, 1)
+    np.testing.assert_allclose(y, ref(x, np.zeros((2, 3)))[0], rtol=1e-6, atol=1e-7)
+
+
 @pytest.mark.parametrize("row", ["inf", "nan", "all -inf"])
 def test_non_finite_rows_give_the_formulas_results(row, monkeypatch):
     """A row holding +inf / NaN, or all -inf: the loops hand the forward back to the formula, so both
