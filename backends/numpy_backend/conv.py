@@ -44,19 +44,44 @@ def _pad0(x, pads, value=0):
     return out
 
 
+def _out_size(x, ks, stride, padding, dilation):
+    return tuple((n + a + b - d * (k - 1) - 1) // s + 1
+                 for n, (a, b), k, s, d in zip(x.shape[2:], padding, ks, stride, dilation))
+
+
 def _columns(x, ks, stride, padding, dilation, groups):
     """(cols (G, C/G * prod(ks), N * prod(out)), out): the im2col matrix of x, one copy of its windows;
     rows are (channel, kernel offset), columns (batch, pixel)."""
     N, C = x.shape[:2]
     nd = len(ks)
-    out = tuple((n + a + b - d * (k - 1) - 1) // s + 1
-                for n, (a, b), k, s, d in zip(x.shape[2:], padding, ks, stride, dilation))
+    out = _out_size(x, ks, stride, padding, dilation)
     if conv_loops.usable(x, ks) and (loops := conv_loops.kernels()) is not None:
         return loops["im2col"](x, ks, stride, padding, dilation, out).reshape(groups, -1, N * math.prod(out)), out
     x = _pad0(x, padding)
     win = _windows(x, ks, stride, dilation, out)
     cols = win.transpose((1,) + tuple(range(2 + nd, 2 + 2 * nd)) + (0,) + tuple(range(2, 2 + nd)))
     return cols.reshape(groups, C // groups * math.prod(ks), N * math.prod(out)), out
+
+
+def _batch_columns(x, ks, stride, padding, dilation, groups, out):
+    """(N, G, C/G * prod(ks), prod(out)): each image's im2col matrix (conv's layout when the output is
+    made per image)."""
+    N, C = x.shape[:2]
+    if conv_loops.usable(x, ks) and (loops := conv_loops.kernels()) is not None:
+        cols = loops["im2col_batch"](x, ks, stride, padding, dilation, out)
+    else:
+        nd = len(ks)
+        win = _windows(_pad0(x, padding), ks, stride, dilation, out)           # (N, C, *out, *ks)
+        cols = win.transpose((0, 1) + tuple(range(2 + nd, 2 + 2 * nd)) + tuple(range(2, 2 + nd)))
+    return cols.reshape(N, groups, C // groups * math.prod(ks), math.prod(out))
+
+
+def _per_image(Og, P):
+    """conv's product per image ((Og, C*K) @ (C*K, P), N of them) rather than one (Og, C*K) @ (C*K, N*P)
+    and a transpose of the result: OpenBLAS is slow with few rows against a long N*P (LeNet's 6 x 25 @
+    25 x 36864: 537 us against 135 for 64 per-image products), and the per-image result is already in
+    (N, O, P) order; with few pixels per image (ResNet-18's last layers, P = 4-64) one product wins."""
+    return P >= 128 or (Og <= 32 and P >= 16)
 
 
 def _pointwise(x, ks, stride, padding):
@@ -76,6 +101,10 @@ def conv(x, w, stride, padding, dilation, groups):
         out = xs.shape[2:]
         y = np.matmul(w.reshape(G, Og, Cg), xs.reshape(N, G, Cg, math.prod(out)))
         return y.reshape((N, O) + out)
+    out = _out_size(x, ks, stride, padding, dilation)
+    if _per_image(Og, math.prod(out)):
+        y = np.matmul(w.reshape(G, Og, -1), _batch_columns(x, ks, stride, padding, dilation, G, out))
+        return y.reshape((N, O) + out)                                  # (N, G, Og, P)
     cols, out = _columns(x, ks, stride, padding, dilation, G)
     y = np.matmul(w.reshape(G, Og, -1), cols)                          # (G, Og, N*P)
     return np.ascontiguousarray(y.reshape((O, N) + out).swapaxes(0, 1))

@@ -24,6 +24,7 @@ _F32 = np.dtype(np.float32)
 
 def kernels():
     """{"im2col": f(x, ks, stride, padding, dilation, out) -> (C*kh*kw, N*oh*ow) matrix,
+    "im2col_batch": the same arguments -> (N, C*kh*kw, oh*ow), each image's columns,
     "col2im": f(cols, N, C, in_size, ks, stride, padding, dilation, out_size) -> (N, C, *out_size)}
     for float32 2-D convolutions (padding as ((top, bottom), (left, right))), or None without numba."""
     return numba_loops.cached(_state, _build)
@@ -73,6 +74,40 @@ def _build(numba):
                                 cf[o + u(b)] = 0
 
     @jit
+    def im2col_batch_loop(x, kh, kw, sh, sw, ph, pw, dh, dw, oh, ow, cols):
+        # cols[n, (c*kh + i)*kw + j, a*ow + b] = x[n, c, a*sh + i*dh - ph, b*sw + j*dw - pw], 0 outside x:
+        # each image's (C*kh*kw, oh*ow) block written in order
+        N, C, H, W = x.shape
+        xf, cf = x.reshape(-1), cols.reshape(-1)
+        P = oh * ow
+        R = C * kh * kw
+        for n in range(N):
+            for c in range(C):
+                for i in range(kh):
+                    for j in range(kw):
+                        r = (c * kh + i) * kw + j
+                        off = j * dw - pw
+                        b0, b1 = _valid(off, sw, ow, W)
+                        for a in range(oh):
+                            o = u((n * R + r) * P + a * ow)
+                            h = a * sh + i * dh - ph
+                            if h < 0 or h >= H:
+                                for b in range(ow):
+                                    cf[o + u(b)] = 0
+                                continue
+                            for b in range(b0):
+                                cf[o + u(b)] = 0
+                            s = ((n * C + c) * H + h) * W + off
+                            if sw == 1:
+                                for b in range(b0, b1):
+                                    cf[o + u(b)] = xf[u(s + b)]
+                            else:
+                                for b in range(b0, b1):
+                                    cf[o + u(b)] = xf[u(s + b * sw)]
+                            for b in range(b1, ow):
+                                cf[o + u(b)] = 0
+
+    @jit
     def col2im_loop(cols, kh, kw, sh, sw, ph, pw, dh, dw, ih, iw, y):
         # y[n, c, a*sh + i*dh - ph, b*sw + j*dw - pw] += cols[(c*kh + i)*kw + j, (n*ih + a)*iw + b], inside y
         N, C, H, W = y.shape
@@ -106,13 +141,21 @@ def _build(numba):
                     out[0], out[1], cols)
         return cols
 
+    def im2col_batch(x, ks, stride, padding, dilation, out):
+        x = np.ascontiguousarray(x)
+        N, C = x.shape[:2]
+        cols = np.empty((N, C * ks[0] * ks[1], out[0] * out[1]), dtype=x.dtype)
+        im2col_batch_loop(x, ks[0], ks[1], stride[0], stride[1], padding[0][0], padding[1][0], dilation[0],
+                          dilation[1], out[0], out[1], cols)
+        return cols
+
     def col2im(cols, N, C, in_size, ks, stride, padding, dilation, out_size):
         y = np.zeros((N, C) + tuple(out_size), dtype=cols.dtype)
         col2im_loop(np.ascontiguousarray(cols), ks[0], ks[1], stride[0], stride[1], padding[0], padding[1],
                     dilation[0], dilation[1], in_size[0], in_size[1], y)
         return y
 
-    return {"im2col": im2col, "col2im": col2im}
+    return {"im2col": im2col, "im2col_batch": im2col_batch, "col2im": col2im}
 
 
 def usable(x, ks):

@@ -55,6 +55,31 @@ def test_conv_and_weight_gradient_float32(case, conv_path):
     np.testing.assert_allclose(gw, want, rtol=2e-5, atol=1e-4)
 
 
+@pytest.mark.parametrize("case", CASES)
+@pytest.mark.parametrize("per_image", [False, True])
+def test_conv_forward_both_product_layouts(case, per_image, conv_path, monkeypatch):
+    """conv's product per image (each image's columns, the result already (N, O, P)) and as one GEMM over
+    all images (then transposed): the same values, float32 and float64 (the NumPy windows for float64)."""
+    monkeypatch.setattr(npconv, "_per_image", lambda Og, P: per_image)
+    xs, ws, stride, pads, dil, G = case
+    x, w = rnd(*xs, seed=1), rnd(*ws, seed=2)
+    want = conv_ref(x, w, stride, pads, dil, G)
+    for dt, tol in ((np.float32, 2e-5), (np.float64, 1e-12)):
+        y = npconv.conv(x.astype(dt), w.astype(dt), stride, pads, dil, G)
+        assert y.dtype == dt and y.flags.c_contiguous
+        np.testing.assert_allclose(y, want, rtol=tol, atol=tol)
+
+
+def test_batch_columns_are_the_columns_per_image(conv_path):
+    """The per-image column matrices, regrouped, are the all-images matrix (bit for bit)."""
+    xs, ws, stride, pads, dil, G = CASES[2]
+    x = rnd(*xs, seed=1).astype(np.float32)
+    out = _out(xs, ws, stride, pads, dil)
+    cols, _ = npconv._columns(x, ws[2:], stride, pads, dil, G)                # (G, CgK, N*P)
+    per = npconv._batch_columns(x, ws[2:], stride, pads, dil, G, out)          # (N, G, CgK, P)
+    np.testing.assert_array_equal(per.transpose(1, 2, 0, 3).reshape(cols.shape), cols)
+
+
 # conv_transpose takes one padding per dim
 TRANSPOSE_CASES = [c for c in CASES if all(lo == hi for lo, hi in c[3])]
 
