@@ -2,15 +2,20 @@
 loops, loss_loops.py), as numba-compiled loops (the `fast` extra).
 
 transformer.py's NumPy formulas make five passes over the (M, C) array forward (shift, exp, row sums,
-log, subtract) and four backward, each through memory once the rows outgrow the cache. Here a row is
-read while it is in L1/L2: the forward sums exp(x - top), top the largest logit of the row's block of
-rows (NumPy's SIMD max over a block that stays in cache; a row maximum is a scalar loop, NaN rules
-keep it from vectorizing), then writes x - lse; the backward sums the row's gradient, then writes
-g - exp(out) sum. exp is numba_math's vectorizable float32 exp; sums run in float64. A row whose
-log-sum-exp falls below top + _SPREAD (its small terms may have underflowed) is redone with its own
-maximum. Measured on a 2-vCPU AMD EPYC, one thread: 700 x 10000 (word_language_model's decoder)
-forward 9.2 -> 6.0 ms, backward 7.5 -> 4.3 ms (PyTorch 2.13: 5.5 ms forward, 10.0 both);
-768 x 65: 93 -> 45 us and 48 -> 27 us.
+log, subtract) and four backward, each through memory once the rows outgrow the cache. Here each
+block of rows (1 MiB, in L2) is read twice: exp(x - top) over the whole block in one flat loop, top
+the block's largest logit (NumPy's SIMD max; a row maximum is a scalar loop, NaN rules keep it from
+vectorizing), then per row its sum, log, and the row written as (x - top) - log (which keeps results
+near 0 exact where x is large); the backward writes exp(out) flat, then g - exp(out) sum(g) per row.
+A loop per row cost twice as much for short rows (27 or 65 classes): the vectorized exp left a
+scalar remainder in every row; rows of _LONG_ROW or more take lse and the backward in one pass per
+row. exp is numba_math's vectorizable float32 exp; sums run in float64.
+A row whose log-sum-exp falls below top + _SPREAD (its small terms may have underflowed), or is
+NaN, is redone with its own maximum. Measured on a 2-vCPU AMD EPYC, one thread, loops against the
+formulas in one run: 700 x 10000 (word_language_model's decoder) forward 5.0 / 8.9 ms, backward
+5.8 / 9.1 ms (PyTorch 2.13: 5.5 forward, 10.0 both, another run); 768 x 65 65 / 129 and 41 / 70 us;
+512 x 27 28 / 60 and 13 / 18 us. The row log-sum-exp alone (cross_entropy's forward): 22 / 42 us
+at 512 x 27, 45 / 78 at 768 x 65, 4.4 / 7.8 ms at 700 x 10000.
 
 A row whose log-sum-exp is not finite (inf or NaN logits, a row of -inf) sends the whole forward
 back to the NumPy formula, whose results for those follow PyTorch. `kernels()` is None without
@@ -24,6 +29,8 @@ from . import numba_loops
 
 _state = {}
 _BLOCK = 1 << 18        # elements per block of rows (1 MiB of float32: in L2 between the max and the row passes)
+_LONG_ROW = 512         # from this many columns, lse and the backward take each row in one pass (the flat
+                        # exp pass first only pays for short rows: 700 x 10000 backward 4.5 against 5.3 ms)
 _SPREAD = -20.0         # as loss.py's: rows within this of their block's top lose nothing to underflow
 
 
@@ -48,38 +55,67 @@ def _build(numba):
     exp = numba_math.functions()["exp"]
     jit = numba.njit(nogil=True, error_model="numpy", fastmath={"reassoc"})
     spread = np.float32(_SPREAD)
+    long_row = _LONG_ROW
 
     @jit
-    def row_shift_log(r, top):
-        # (the shift used, log sum exp(r - shift)): lse = shift + log; log_softmax = (r - shift) - log, which
-        # keeps the small result exact where r is large (r - lse rounded to float32 would not)
+    def flat_exp(x, shift, e):
+        # e = exp(x - shift) over the whole C-contiguous block in one loop: per row, a short row (27 or 65
+        # classes) left a scalar remainder of exps, 2x the time
+        xf, ef = x.reshape(-1), e.reshape(-1)
+        for i in range(xf.shape[0]):
+            ef[i] = exp(xf[i] - shift)
+
+    @jit
+    def row_sum(er):
+        s = 0.0
+        for j in range(er.shape[0]):
+            s += er[j]
+        return s
+
+    @jit
+    def exact_shift_log(r):
+        # (the row's maximum, log sum exp(r - max)): a row far below its block's top, or with NaN
+        mx = r[0]
+        for j in range(1, r.shape[0]):
+            mx = max(mx, r[j])
+        s = 0.0
+        for j in range(r.shape[0]):
+            s += exp(r[j] - mx)
+        return np.float64(mx), np.log(s)
+
+    @jit
+    def row_exp_sum(r, top):
         s = 0.0
         for j in range(r.shape[0]):
             s += exp(r[j] - top)
-        ls = np.log(s)
-        if not top + ls >= top + spread:        # far below top, or NaN: the row's own maximum
-            mx = r[0]
-            for j in range(1, r.shape[0]):
-                mx = max(mx, r[j])
-            s = 0.0
-            for j in range(r.shape[0]):
-                s += exp(r[j] - mx)
-            return mx, np.log(s)
-        return top, ls
+        return s
 
     @jit
-    def lse_rows(x, top, out):
+    def lse_rows(x, top, out, e):
+        long_rows = x.shape[1] >= long_row
+        if not long_rows:
+            flat_exp(x, top, e)
+        t64 = np.float64(top)
         for i in range(x.shape[0]):
-            shift, ls = row_shift_log(x[i], top)
-            out[i] = shift + ls
+            ls = np.log(row_exp_sum(x[i], top) if long_rows else row_sum(e[i]))
+            if ls >= spread:
+                out[i] = t64 + ls
+            else:
+                mx, ls = exact_shift_log(x[i])
+                out[i] = mx + ls
 
     @jit
     def log_softmax_rows(x, top, y):
-        # returns how many rows have a log-sum-exp that is not finite
+        # y serves as exp's scratch first; returns how many rows have a log-sum-exp that is not finite.
+        # y = (x - shift) - log sum: small results stay exact where x is large
+        flat_exp(x, top, y)
         bad = 0
+        t64 = np.float64(top)
         for i in range(x.shape[0]):
             r, yr = x[i], y[i]
-            shift, ls = row_shift_log(r, top)
+            shift, ls = t64, np.log(row_sum(yr))
+            if not ls >= spread:
+                shift, ls = exact_shift_log(r)
             if not np.isfinite(shift + ls):
                 bad += 1
             sh, l32 = np.float32(shift), np.float32(ls)
@@ -89,19 +125,28 @@ def _build(numba):
 
     @jit
     def log_softmax_backward_rows(g, o, d):
+        # g - exp(out) sum(g) per row; short rows with exp(out) written flat first
+        long_rows = g.shape[1] >= long_row
+        if not long_rows:
+            flat_exp(o, np.float32(0), d)
         for i in range(g.shape[0]):
-            gr, orow, dr = g[i], o[i], d[i]
-            s = 0.0
-            for j in range(gr.shape[0]):
-                s += gr[j]
-            s32 = np.float32(s)
-            for j in range(gr.shape[0]):
-                dr[j] = gr[j] - exp(orow[j]) * s32
+            gr, dr, orow = g[i], d[i], o[i]
+            s32 = np.float32(row_sum(gr))
+            if long_rows:
+                for j in range(gr.shape[0]):
+                    dr[j] = gr[j] - exp(orow[j]) * s32
+            else:
+                for j in range(gr.shape[0]):
+                    dr[j] = gr[j] - dr[j] * s32
 
     def lse(x):
         out = np.empty(x.shape[0], np.float32)
+        e = None
         for rows, top in _blocks(x):
-            lse_rows(x[rows], top, out[rows])
+            xb = x[rows]
+            if e is None:
+                e = np.empty_like(xb)
+            lse_rows(xb, top, out[rows], e[:xb.shape[0]])
         return out
 
     def log_softmax(x):
