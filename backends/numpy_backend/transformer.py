@@ -72,6 +72,10 @@ def softmax(x, axis):
         e = np.exp(x - x.max(axis=axis, keepdims=True))
         e /= e.sum(axis=axis, keepdims=True)
         return e
+    if x2.dtype == _F32 and (loops := softmax_loops.kernels()) is not None:
+        y = loops["softmax"](x2)
+        if y is not None:                      # (None: a row not finite, left to the formula's rules)
+            return y.reshape(x.shape)
     e = x2 - _rowmax(x2)
     np.exp(e, out=e)
     e /= _rowsum(e)
@@ -99,6 +103,8 @@ def softmax_backward(grad, out, axis):
     g2, o2 = _rows(grad, axis), _rows(out, axis)
     if g2 is None:
         return out * (grad - (grad * out).sum(axis=axis, keepdims=True))
+    if g2.dtype == _F32 and o2.dtype == _F32 and (loops := softmax_loops.kernels()) is not None:
+        return loops["softmax_backward"](g2, o2).reshape(out.shape)
     p = g2 * o2
     s = _rowsum(p)
     p -= o2 * s            # out * grad - out * sum(grad * out)

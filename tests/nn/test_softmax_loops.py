@@ -91,3 +91,55 @@ def test_frontend_float32_log_softmax_and_gradient(path):
     want_y, want_d = ref(xn.reshape(-1, 70), gn.reshape(-1, 70).astype(np.float64))
     np.testing.assert_allclose(y.detach().numpy().reshape(-1, 70), want_y, rtol=2e-6, atol=4e-6)
     np.testing.assert_allclose(x.grad.numpy().reshape(-1, 70), want_d, rtol=2e-5, atol=2e-5)
+
+
+def sref(x, g):
+    """float64 softmax of x's rows and its gradient for the output gradient g."""
+    x = x.astype(np.float64)
+    e = np.exp(x - x.max(axis=1, keepdims=True))
+    y = e / e.sum(axis=1, keepdims=True)
+    return y, y * (g - (g * y).sum(axis=1, keepdims=True))
+
+
+@pytest.mark.parametrize("m,c", [(1, 1), (512, 16), (768, 65), (300, 1000)])
+@pytest.mark.parametrize("spread", [0.0, 120.0])
+def test_softmax_values_and_gradient(m, c, spread, path):
+    x = (rng.standard_normal((m, c)) * 3).astype(np.float32)
+    x += rng.uniform(-spread, 0, (m, 1)).astype(np.float32)
+    if c >= 16:                                  # a causal mask's -inf entries (makemore's bag of words)
+        x[:, c // 2:] = np.where(rng.random((m, c - c // 2)) < 0.5, -np.inf, x[:, c // 2:])
+    g = rng.standard_normal((m, c)).astype(np.float32)
+    y = nptr.softmax(x, 1)
+    want_y, want_d = sref(x, g.astype(np.float64))
+    assert y.dtype == np.float32
+    np.testing.assert_allclose(y, want_y, rtol=2e-6, atol=1e-7)
+    d = nptr.softmax_backward(g, y, 1)
+    np.testing.assert_allclose(d, want_d, rtol=2e-5, atol=2e-6)
+    loops = softmax_loops.kernels()
+    if loops is not None:                  # the loop itself (a row it got wrong as 0 / 0 would hide in the fallback)
+        np.testing.assert_allclose(loops["softmax"](x), want_y, rtol=2e-6, atol=1e-7)
+
+
+@pytest.mark.parametrize("row", ["inf", "nan", "all -inf"])
+def test_softmax_non_finite_rows_give_the_formulas_results(row, monkeypatch):
+    if softmax_loops.kernels() is None:
+        pytest.skip("numba is not installed (the fast extra) or TENSORPLUG_NUMBA=0: the loops are not used")
+    x = rng.standard_normal((4, 6)).astype(np.float32)
+    x[1] = {"inf": [np.inf, 0, 1, 2, 3, 4], "nan": [np.nan, 0, 1, 2, 3, 4], "all -inf": [-np.inf] * 6}[row]
+    assert softmax_loops.kernels()["softmax"](x) is None
+    fast = nptr.softmax(x, 1)
+    monkeypatch.setitem(softmax_loops._state, "k", None)
+    with np.errstate(invalid="ignore"):
+        slow = nptr.softmax(x, 1)
+    np.testing.assert_array_equal(fast, slow)
+    keep = [0, 2, 3]
+    np.testing.assert_allclose(fast[keep], sref(x[keep], np.zeros((3, 6)))[0], rtol=2e-6, atol=1e-7)
+
+
+def test_frontend_float32_softmax_gradient(path):
+    xn = (rng.standard_normal((4, 3, 20)) * 2).astype(np.float32)
+    gn = rng.standard_normal((4, 3, 20)).astype(np.float32)
+    x = tp.tensor(xn, requires_grad=True)
+    F.softmax(x, dim=-1).backward(tp.tensor(gn))
+    np.testing.assert_allclose(x.grad.numpy().reshape(-1, 20), sref(xn.reshape(-1, 20), gn.reshape(-1, 20))[1],
+                               rtol=2e-5, atol=2e-6)
