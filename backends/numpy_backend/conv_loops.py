@@ -41,6 +41,24 @@ def _build(numba):
         b1 = b0 if size - 1 - off < 0 else max(b0, min(n, (size - 1 - off) // step + 1))
         return b0, b1
 
+    @numba.njit(nogil=True, error_model="numpy", inline="always")     # (a call per row kept the copies scalar)
+    def _window_row(xf, cf, o, s, h, H, b0, b1, ow, sw):
+        # one output row of the columns at cf[o:o + ow]: x's values from flat index s (+ b*sw), 0 outside
+        if h < 0 or h >= H:
+            for b in range(ow):
+                cf[o + u(b)] = 0
+            return
+        for b in range(b0):
+            cf[o + u(b)] = 0
+        if sw == 1:
+            for b in range(b0, b1):
+                cf[o + u(b)] = xf[u(s + b)]
+        else:
+            for b in range(b0, b1):
+                cf[o + u(b)] = xf[u(s + b * sw)]
+        for b in range(b1, ow):
+            cf[o + u(b)] = 0
+
     @jit
     def im2col_loop(x, kh, kw, sh, sw, ph, pw, dh, dw, oh, ow, cols):
         # cols[(c*kh + i)*kw + j, (n*oh + a)*ow + b] = x[n, c, a*sh + i*dh - ph, b*sw + j*dw - pw], 0 outside x
@@ -55,23 +73,9 @@ def _build(numba):
                     b0, b1 = _valid(off, sw, ow, W)
                     for n in range(N):
                         for a in range(oh):
-                            o = u((r * N + n) * P + a * ow)
-                            h = a * sh + i * dh - ph
-                            if h < 0 or h >= H:
-                                for b in range(ow):
-                                    cf[o + u(b)] = 0
-                                continue
-                            for b in range(b0):
-                                cf[o + u(b)] = 0
-                            s = ((n * C + c) * H + h) * W + off      # + b*sw >= 0 for b >= b0
-                            if sw == 1:
-                                for b in range(b0, b1):
-                                    cf[o + u(b)] = xf[u(s + b)]
-                            else:
-                                for b in range(b0, b1):
-                                    cf[o + u(b)] = xf[u(s + b * sw)]
-                            for b in range(b1, ow):
-                                cf[o + u(b)] = 0
+                            h = a * sh + i * dh - ph       # s + b*sw >= 0 for b >= b0
+                            _window_row(xf, cf, u((r * N + n) * P + a * ow), ((n * C + c) * H + h) * W + off,
+                                        h, H, b0, b1, ow, sw)
 
     @jit
     def im2col_batch_loop(x, kh, kw, sh, sw, ph, pw, dh, dw, oh, ow, cols):
@@ -89,23 +93,9 @@ def _build(numba):
                         off = j * dw - pw
                         b0, b1 = _valid(off, sw, ow, W)
                         for a in range(oh):
-                            o = u((n * R + r) * P + a * ow)
                             h = a * sh + i * dh - ph
-                            if h < 0 or h >= H:
-                                for b in range(ow):
-                                    cf[o + u(b)] = 0
-                                continue
-                            for b in range(b0):
-                                cf[o + u(b)] = 0
-                            s = ((n * C + c) * H + h) * W + off
-                            if sw == 1:
-                                for b in range(b0, b1):
-                                    cf[o + u(b)] = xf[u(s + b)]
-                            else:
-                                for b in range(b0, b1):
-                                    cf[o + u(b)] = xf[u(s + b * sw)]
-                            for b in range(b1, ow):
-                                cf[o + u(b)] = 0
+                            _window_row(xf, cf, u((n * R + r) * P + a * ow), ((n * C + c) * H + h) * W + off,
+                                        h, H, b0, b1, ow, sw)
 
     @jit
     def col2im_loop(cols, kh, kw, sh, sw, ph, pw, dh, dw, ih, iw, y):

@@ -175,16 +175,17 @@ def _build(numba):
             for j in range(gr.shape[0]):
                 dr[j] = orow[j] * (gr[j] - s32)
 
-    def softmax(x):
+    def by_blocks(rows_fn, x):
+        """rows_fn(x block, its top, y block) over the blocks into a new y; None if a block had a row not finite."""
         y = np.empty_like(x)
         for rows, top in _blocks(x):
-            if softmax_rows(x[rows], top, y[rows]):
+            if rows_fn(x[rows], top, y[rows]):
                 return None
         return y
 
-    def softmax_backward(g, out):
+    def pairwise(rows_fn, g, out):
         d = np.empty_like(g)
-        softmax_backward_rows(g, out, d)
+        rows_fn(g, out, d)
         return d
 
     def lse(x):
@@ -197,17 +198,8 @@ def _build(numba):
             lse_rows(xb, top, out[rows], e[:xb.shape[0]])
         return out
 
-    def log_softmax(x):
-        y = np.empty_like(x)
-        for rows, top in _blocks(x):
-            if log_softmax_rows(x[rows], top, y[rows]):
-                return None
-        return y
-
-    def log_softmax_backward(g, out):
-        d = np.empty_like(g)
-        log_softmax_backward_rows(g, out, d)
-        return d
-
-    return {"lse": lse, "log_softmax": log_softmax, "log_softmax_backward": log_softmax_backward,
-            "softmax": softmax, "softmax_backward": softmax_backward}
+    return {"lse": lse,
+            "log_softmax": lambda x: by_blocks(log_softmax_rows, x),
+            "log_softmax_backward": lambda g, out: pairwise(log_softmax_backward_rows, g, out),
+            "softmax": lambda x: by_blocks(softmax_rows, x),
+            "softmax_backward": lambda g, out: pairwise(softmax_backward_rows, g, out)}
