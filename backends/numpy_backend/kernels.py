@@ -478,6 +478,8 @@ def build() -> dict:
     k.update(attention.build())
     from . import loss                 # cross_entropy (class-index targets) forward and backward
     k.update(loss.build())
+    from . import optim_loops          # adam_step: one parameter's Adam update in one loop
+    k.update(optim_loops.build(k))
     from . import bfloat16
     k.update(bfloat16.build(k))         # bfloat16 as PyTorch computes it; other dtypes pass through
     return k

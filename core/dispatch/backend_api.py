@@ -157,7 +157,8 @@ NO_FALLBACK = frozenset(("rng_get_state", "rng_set_state"))
 # complex parts and views, FFT, sparse COO, random distributions, matrix factorizations)
 OPTIONAL_FAMILIES = ("optional_conv", "optional_norm", "optional_complex", "optional_fft", "optional_sparse",
                      "optional_random", "optional_vision", "optional_linalg",
-                     "optional_transformer", "optional_rnn", "optional_attention", "optional_loss")
+                     "optional_transformer", "optional_rnn", "optional_attention", "optional_loss",
+                     "optional_optim")
 
 
 def _merge_families():

@@ -10,7 +10,7 @@ PyTorch's algorithm step for step:
 """
 from __future__ import annotations
 
-from .optimizer import _ParamwiseOptimizer, _bump, _check_args, _lerp_, _to_scalar, _zeros_like
+from .optimizer import _ParamwiseOptimizer, _bump, _check_args, _to_scalar, _zeros_like
 
 __all__ = ["Adam"]
 
@@ -49,41 +49,18 @@ class Adam(_ParamwiseOptimizer):
         weight_decay = group["weight_decay"]
         amsgrad = group["amsgrad"]
         decoupled = group.get("decoupled_weight_decay", False)
-        w1, w2 = 1 - beta1, 1 - beta2
 
         def update(p, gd, owned, st, step):
-            k = p._k
-            pd = p._data
-            if weight_decay != 0 and decoupled:
-                k["mul"](pd, 1 - lr * weight_decay, out=pd)
             m_t, v_t = st["exp_avg"], st["exp_avg_sq"]
-            m, v = m_t._data, v_t._data
-            tmp = _lerp_(k, m, gd, w1)
-            k["mul"](v, beta2, out=v)
-            k["mul"](gd, w2, out=tmp)
-            k["mul"](tmp, gd, out=tmp)
-            k["add"](v, tmp, out=v)
-            bias_correction1 = 1 - beta1 ** step
-            bias_correction2 = 1 - beta2 ** step
-            step_size = lr / bias_correction1
-            bc2_sqrt = bias_correction2 ** 0.5
+            vm_t = None
             if amsgrad:
                 vm_t = st.get("max_exp_avg_sq")
                 if vm_t is None:                 # amsgrad turned on after the state was made
                     vm_t = st["max_exp_avg_sq"] = _zeros_like(p)
-                vm = vm_t._data
-                k["maximum"](vm, v, out=vm)
-                _bump(vm_t)
-                denom = k["sqrt"](vm)
-            else:
-                denom = k["sqrt"](v)
-            k["div"](denom, bc2_sqrt, out=denom)
-            k["add"](denom, eps, out=denom)
-            # p.addcdiv_(m, denom, value=-step_size)
-            k["mul"](m, -step_size, out=tmp)
-            k["div"](tmp, denom, out=tmp)
-            k["add"](pd, tmp, out=pd)
-            _bump(m_t)
-            _bump(v_t)
-            _bump(p)
+            # one kernel for the whole update (tensorplug.dispatch.optional_optim; natively one loop)
+            p._k["adam_step"](p._data, gd, m_t._data, v_t._data, None if vm_t is None else vm_t._data, lr,
+                              beta1, beta2, eps, lr * weight_decay if (weight_decay != 0 and decoupled) else 0.0,
+                              step)
+            for t in (m_t, v_t, p) if vm_t is None else (m_t, v_t, vm_t, p):
+                _bump(t)
         return update

@@ -46,11 +46,12 @@ def test_fallback_raises_only_for_kernels_without_a_decomposition():
 
 
 def test_records_are_well_formed():
-    """Each record has dtypes, a reference or a random check, and samples for each of its dtypes."""
+    """Each record has dtypes, exactly one of a reference, a random check or a several-arrays in-place
+    check, and (with a reference) samples for each of its dtypes."""
     for rec in RECORDS.values():
         assert rec.dtypes and set(rec.dtypes) <= ALL_DTYPES, rec.name
-        assert (rec.ref is None) != (rec.random is None), rec.name
-        if rec.random is None:
+        assert [rec.ref, rec.random, rec.multi_inplace].count(None) == 2, rec.name
+        if rec.ref is not None:
             for dt in rec.dtypes:
                 assert samples_for(rec, dt, ALL_DTYPES), f"{rec.name} has no samples for {dt}"
 
@@ -80,12 +81,12 @@ def test_samples_cover_the_input_kinds():
 
 
 def test_every_record_produces_checks():
-    """For the NumPy backend each record yields a forward (or random) check per dtype, optional
-    kernels a fallback check too, and every gradient record two checks."""
+    """For the NumPy backend each record yields a forward (or random, or in-place) check per dtype,
+    optional kernels a fallback check too, and every gradient record two checks."""
     from tensorplug.dispatch import registry
     ids = {c.id for c in build_checks(registry.compute["numpy"])}
     for rec in RECORDS.values():
-        kind = "random" if rec.random else "forward"
+        kind = "random" if rec.random else "inplace" if rec.multi_inplace else "forward"
         for dt in rec.dtypes:
             assert f"{rec.family}.{rec.name}.{kind}[{dt}]" in ids
             if rec.kind == "optional":

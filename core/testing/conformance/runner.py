@@ -7,6 +7,8 @@ Check ids (what `-k`, xfail lists and reports use):
     <family>.<kernel>.out[<dtype>]                    out= of pointwise kernels
     <family>.<kernel>.view[<dtype>]                   aliasing of view kernels (and non-aliasing of copies)
     <family>.<kernel>.random[<dtype>]                 statistics and reproducibility of random kernels
+    <family>.<kernel>.inplace[<dtype>]                kernels writing several arguments in place
+                                                      (adam_step): the record's own check
     <family>.<kernel>.fallback[<dtype>]               an optional kernel through its decomposition
                                                       (for a kernel with no real decomposition, e.g.
                                                       rng_get_state: that the decomposition raises
@@ -173,6 +175,13 @@ def build_checks(backend) -> list[Check]:
             if dt not in dtypes:
                 continue
             base = f"{fam}.{name}"
+            if rec.multi_inplace is not None:
+                out.append(Check(f"{base}.inplace[{dt}]", fam, name, "inplace", dt,
+                                 lambda r=rec, d=dt: r.multi_inplace(K, d)))
+                if with_fallback:
+                    out.append(Check(f"{base}.fallback[{dt}]", fam, name, "fallback", dt,
+                                     lambda r=rec, d=dt: r.multi_inplace(fallback(), d)))
+                continue
             if rec.random is not None:
                 if rec.fallback_raises is not None and rec.kind == "optional" and name not in native:
                     # no real decomposition: the backend's table must raise NotImplementedError cleanly

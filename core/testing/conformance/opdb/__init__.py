@@ -17,5 +17,6 @@ from . import transformer  # noqa: F401,E402
 from . import rnn  # noqa: F401,E402
 from . import attention  # noqa: F401,E402
 from . import loss_fused  # noqa: F401,E402
+from . import optim  # noqa: F401,E402
 
 __all__ = ["RECORDS", "OpRecord", "Sample", "A", "Raw", "ErrorCase", "register"]

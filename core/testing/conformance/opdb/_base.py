@@ -130,6 +130,8 @@ class OpRecord:
     supports_out: bool = False             # pointwise kernels accept out=
     errors: list = field(default_factory=list)
     random: Callable | None = None         # random kernels: check(K, dtype) -> None, raises on failure
+    multi_inplace: Callable | None = None  # kernels writing several arguments in place (adam_step):
+                                           # check(K, dtype) -> None, raises on failure
     fallback_raises: Callable | None = None  # kernels without a real decomposition: call(K) calls the
                                            # kernel, which must raise NotImplementedError when decomposed
     doc: str = ""
