@@ -154,6 +154,41 @@ def rnn_layer(mode, x, h0, c0, w_hh, b_hh, w_hr, batch_sizes, reverse):
     return (_down(out, dtype), _down(h, dtype), _down(c, dtype), _down(gates, dtype), _down(cells, dtype))
 
 
+def _lstm_steps_backward(order, batch_sizes, offs, d_out, dh, dc, dx, gates, cells, cp, out, w_hh, w_hr, H):
+    """The LSTM recurrence backward in ufuncs (no numba, float64, or a projection): the factors that do
+    not depend on the recurrence for all rows at once, then per step one GEMM and a few ufuncs; dh, dc
+    and dx filled in place. Returns the projection's weight gradient (None without one)."""
+    rows = dx.shape[0]
+    i, f, g, o = (gates[:, j * H:(j + 1) * H] for j in range(4))
+    tc = np.tanh(cells)
+    a = o * (1 - tc * tc)                               # dc' / dm through h = o tanh(c)
+    coef = np.empty((rows, 3, H), dtype=dx.dtype)       # d(i, f, g) pre-activation / dc'
+    np.multiply(g, i * (1 - i), out=coef[:, 0])
+    np.multiply(cp, f * (1 - f), out=coef[:, 1])
+    np.multiply(i, 1 - g * g, out=coef[:, 2])
+    co = tc * o * (1 - o)                               # d(o) pre-activation / dm
+    dm_all = np.empty((rows, H), dtype=dx.dtype) if w_hr is not None else None
+    dht_all = np.empty_like(out) if w_hr is not None else None
+    dx3 = dx.reshape(rows, 4, H)
+    for t in order:
+        bs, s = batch_sizes[t], slice(offs[t], offs[t] + batch_sizes[t])
+        dht = dh[:bs]
+        dht += d_out[s]
+        if w_hr is None:
+            dm = dht
+        else:
+            dht_all[s] = dht
+            dm = dm_all[s]
+            np.matmul(dht, w_hr, out=dm)
+        dct = dc[:bs]
+        dct += dm * a[s]
+        np.multiply(dct[:, None, :], coef[s], out=dx3[s, :3])
+        np.multiply(dm, co[s], out=dx3[s, 3])
+        dct *= f[s]
+        np.matmul(dx[s], w_hh, out=dht)
+    return None if w_hr is None else dht_all.T @ (o * tc)
+
+
 def rnn_layer_backward(mode, d_out, d_hn, d_cn, h0, c0, w_hh, w_hr, out, gates, cells, batch_sizes, reverse):
     dtype = d_out.dtype
     acc = _acc(dtype)
@@ -179,38 +214,10 @@ def rnn_layer_backward(mode, d_out, d_hn, d_cn, h0, c0, w_hh, w_hr, out, gates, 
                 dht = dh[:bs]
                 cell_backward(dht, d_out[s], dc[:bs], gates[s], cells[s], cp[s], dx[s])
                 np.matmul(dx[s], w_hh, out=dht)
-            order = ()                              # done: the ufunc path below runs no step
         else:
-            i, f, g, o = (gates[:, j * H:(j + 1) * H] for j in range(4))
-            tc = np.tanh(cells)
-            a = o * (1 - tc * tc)                           # dc' / dm through h = o tanh(c)
-            coef = np.empty((rows, 3, H), dtype=acc)        # d(i, f, g) pre-activation / dc'
-            np.multiply(g, i * (1 - i), out=coef[:, 0])
-            np.multiply(cp, f * (1 - f), out=coef[:, 1])
-            np.multiply(i, 1 - g * g, out=coef[:, 2])
-            co = tc * o * (1 - o)                           # d(o) pre-activation / dm
-        dm_all = np.empty((rows, H), dtype=acc) if w_hr is not None else None
-        dht_all = np.empty_like(out) if w_hr is not None else None
-        dx3 = dx.reshape(rows, 4, H)
-        for t in order:
-            bs, s = batch_sizes[t], slice(offs[t], offs[t] + batch_sizes[t])
-            dht = dh[:bs]
-            dht += d_out[s]
-            if w_hr is None:
-                dm = dht
-            else:
-                dht_all[s] = dht
-                dm = dm_all[s]
-                np.matmul(dht, w_hr, out=dm)
-            dct = dc[:bs]
-            dct += dm * a[s]
-            np.multiply(dct[:, None, :], coef[s], out=dx3[s, :3])
-            np.multiply(dm, co[s], out=dx3[s, 3])
-            dct *= f[s]
-            np.matmul(dx[s], w_hh, out=dht)
+            dw_hr = _lstm_steps_backward(order, batch_sizes, offs, d_out, dh, dc, dx, gates, cells, cp, out,
+                                         w_hh, w_hr, H)
         dgh = dx
-        if w_hr is not None:
-            dw_hr = dht_all.T @ (o * tc)
     elif mode == "GRU":
         r, z, nn = (gates[:, j * H:(j + 1) * H] for j in range(3))
         cn = (1 - z) * (1 - nn * nn)                        # dn pre-activation / dh'

@@ -20,17 +20,23 @@ OPTIONAL: dict[str, str] = {
 }
 
 
+def lerp_(K, m, g, w, scratch=None):
+    """m.lerp_(g, w) with PyTorch's formula choice, in kernel calls; returns the temporary it used
+    (scratch, when given). The optimizers' moment updates use it too."""
+    t = K["sub"](g, m, out=scratch) if scratch is not None else K["sub"](g, m)
+    if w < 0.5:
+        K["mul"](t, w, out=t)
+        K["add"](m, t, out=m)
+    else:
+        K["mul"](t, 1.0 - w, out=t)
+        K["sub"](g, t, out=m)
+    return t
+
+
 def adam_step(K, p, g, m, v, vmax, lr, beta1, beta2, eps, decay, step):
     if decay != 0:
         K["mul"](p, 1 - decay, out=p)
-    w1 = 1 - beta1
-    tmp = K["sub"](g, m)                                  # m.lerp_(g, w1)
-    if w1 < 0.5:
-        K["mul"](tmp, w1, out=tmp)
-        K["add"](m, tmp, out=m)
-    else:
-        K["mul"](tmp, 1.0 - w1, out=tmp)
-        K["sub"](g, tmp, out=m)
+    tmp = lerp_(K, m, g, 1 - beta1)
     K["mul"](v, beta2, out=v)
     K["mul"](g, 1 - beta2, out=tmp)
     K["mul"](tmp, g, out=tmp)

@@ -18,6 +18,7 @@ from collections import OrderedDict, defaultdict
 from copy import deepcopy
 from itertools import chain
 
+from ..dispatch.optional_optim import lerp_ as _lerp_  # noqa: F401  (the optimizers import it from here)
 from .. import dtypes as _dt
 from ..autograd import grad_mode
 from ..tensor import Tensor, _make
@@ -567,18 +568,6 @@ def _prep_grad(k, p, g, maximize, weight_decay):
         k["add"](gd, t, out=t)
         gd, owned = t, True
     return gd, owned
-
-
-def _lerp_(k, m, g, w, scratch=None):
-    """m.lerp_(g, w) with PyTorch's formula choice; scratch: an array to reuse (or None)."""
-    t = k["sub"](g, m, out=scratch) if scratch is not None else k["sub"](g, m)
-    if w < 0.5:
-        k["mul"](t, w, out=t)
-        k["add"](m, t, out=m)
-    else:
-        k["mul"](t, 1.0 - w, out=t)
-        k["sub"](g, t, out=m)
-    return t
 
 
 def _to_scalar(x):
